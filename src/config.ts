@@ -1,0 +1,134 @@
+// The only reader of process.env. Turns the environment into a typed Config, or stops start-up
+// with one line naming the variable at fault (section 1 of the app contract).
+import { z } from 'zod';
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+// Fixed, public sandbox values: only ever used without NODE_ENV=production.
+export const SANDBOX_DEFAULTS = {
+  SHOPIFY_API_KEY: 'sandbox-client-id',
+  SHOPIFY_API_SECRET: 'sandbox-client-secret',
+  SERVICE_BASE_URL: 'http://127.0.0.1:4010',
+  // 32 bytes, base64; not secret, because sandbox data is not real
+  ENCRYPTION_KEY: Buffer.alloc(32, 's').toString('base64'),
+} as const;
+
+export const DEFAULT_SCOPES = 'read_orders,read_customers,read_checkouts';
+
+const url = (name: string) =>
+  z.string().refine((v) => {
+    try {
+      const u = new URL(v);
+      return u.protocol === 'http:' || u.protocol === 'https:';
+    } catch {
+      return false;
+    }
+  }, `${name} must be an http(s) URL`);
+
+const encryptionKey = z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'ENCRYPTION_KEY must be 32 bytes, base64-encoded');
+
+const schema = z.object({
+  NODE_ENV: z.string().optional(),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  DATABASE_URL: z
+    .string()
+    .regex(/^(file:|postgres(ql)?:\/\/)/, 'DATABASE_URL must start with file:, postgres:// or postgresql://')
+    .default('file:./data/connector.db'),
+  SHOPIFY_API_KEY: z.string().min(1),
+  SHOPIFY_API_SECRET: z.string().min(1),
+  SHOPIFY_APP_URL: url('SHOPIFY_APP_URL'),
+  SHOPIFY_SCOPES: z.string().regex(/^[a-z_]+(,[a-z_]+)*$/, 'SHOPIFY_SCOPES must be comma-separated scopes').default(DEFAULT_SCOPES),
+  SERVICE_BASE_URL: url('SERVICE_BASE_URL'),
+  SERVICE_WEBHOOK_URL: url('SERVICE_WEBHOOK_URL').optional(),
+  ENCRYPTION_KEY: encryptionKey,
+  // Keys that may still decrypt older rows during rotation, comma-separated base64.
+  ENCRYPTION_KEYS_PREVIOUS: z
+    .string()
+    .refine((v) => v.split(',').every((k) => Buffer.from(k.trim(), 'base64').length === 32), 'ENCRYPTION_KEYS_PREVIOUS must be 32-byte base64 keys, comma-separated')
+    .optional(),
+  SHOPIFY_ADMIN_ORIGIN: url('SHOPIFY_ADMIN_ORIGIN').optional(),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  SERVICE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120000).default(10000),
+  WORKER_ENABLED: z.enum(['true', 'false']).default('true'),
+});
+
+export interface Config {
+  production: boolean;
+  sandbox: boolean;
+  port: number;
+  databaseUrl: string;
+  dbProvider: 'sqlite' | 'postgres';
+  shopify: {
+    apiKey: string;
+    apiSecret: string;
+    appUrl: string;
+    scopes: string[];
+    adminOrigin?: string;
+  };
+  service: { baseUrl: string; webhookUrl: string; timeoutMs: number };
+  encryption: { key: Buffer; previousKeys: Buffer[] };
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  workerEnabled: boolean;
+}
+
+type Env = Record<string, string | undefined>;
+
+export function loadConfig(env: Env = process.env): Config {
+  const production = env.NODE_ENV === 'production';
+  // Empty strings count as unset, as most deploy tools write them for "no value".
+  const raw: Env = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  if (!production) {
+    const port = raw.PORT ?? '3000';
+    for (const [k, v] of Object.entries(SANDBOX_DEFAULTS)) raw[k] ??= v;
+    raw.SHOPIFY_APP_URL ??= `http://localhost:${port}`;
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const name = String(issue.path[0] ?? 'environment');
+    const missing = raw[name] === undefined;
+    throw new ConfigError(
+      missing ? `${name} is required${production ? ' when NODE_ENV=production' : ''}` : `${name} is invalid: ${issue.message}`,
+    );
+  }
+  const e = parsed.data;
+  if (production && e.SHOPIFY_ADMIN_ORIGIN) {
+    throw new ConfigError('SHOPIFY_ADMIN_ORIGIN is for development and tests only; unset it when NODE_ENV=production');
+  }
+  if (production && !e.SHOPIFY_APP_URL.startsWith('https://')) {
+    throw new ConfigError('SHOPIFY_APP_URL is invalid: it must be https when NODE_ENV=production');
+  }
+  return {
+    production,
+    sandbox: !production,
+    port: e.PORT,
+    databaseUrl: e.DATABASE_URL,
+    dbProvider: /^postgres(ql)?:\/\//.test(e.DATABASE_URL) ? 'postgres' : 'sqlite',
+    shopify: {
+      apiKey: e.SHOPIFY_API_KEY,
+      apiSecret: e.SHOPIFY_API_SECRET,
+      appUrl: e.SHOPIFY_APP_URL.replace(/\/$/, ''),
+      scopes: e.SHOPIFY_SCOPES.split(','),
+      adminOrigin: e.SHOPIFY_ADMIN_ORIGIN?.replace(/\/$/, ''),
+    },
+    service: {
+      baseUrl: e.SERVICE_BASE_URL.replace(/\/$/, ''),
+      webhookUrl: (e.SERVICE_WEBHOOK_URL ?? e.SERVICE_BASE_URL).replace(/\/$/, ''),
+      timeoutMs: e.SERVICE_TIMEOUT_MS,
+    },
+    encryption: {
+      key: Buffer.from(e.ENCRYPTION_KEY, 'base64'),
+      previousKeys: (e.ENCRYPTION_KEYS_PREVIOUS ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((k) => Buffer.from(k.trim(), 'base64')),
+    },
+    logLevel: e.LOG_LEVEL,
+    workerEnabled: e.WORKER_ENABLED === 'true',
+  };
+}

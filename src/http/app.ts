@@ -1,0 +1,45 @@
+// createApp(deps): the express app without listen(), so tests drive it with supertest.
+import express, { type ErrorRequestHandler, type Router } from 'express';
+import type { Db } from '../db/client';
+import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
+import { HttpError, sendError } from './errors';
+import { opsRoutes } from './ops.routes';
+
+export interface AppDeps {
+  db: Db;
+  logger: Logger;
+  metrics: Metrics;
+  isShuttingDown?: () => boolean;
+  /** Routers mounted before the JSON body parser (they read raw bodies), e.g. /webhooks. */
+  rawRouters?: Router[];
+  /** Routers mounted after it: /auth, /api/*, the admin page. */
+  routers?: Router[];
+}
+
+export const JSON_LIMIT = '1mb';
+
+export function createApp(deps: AppDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', true);
+  app.use(opsRoutes({ db: deps.db, metrics: deps.metrics, isShuttingDown: deps.isShuttingDown ?? (() => false) }));
+  for (const r of deps.rawRouters ?? []) app.use(r);
+  app.use('/api', express.json({ limit: JSON_LIMIT, strict: true }));
+  for (const r of deps.routers ?? []) app.use(r);
+  app.use('/api', (_req, res) => sendError(res, 404, 'not_found', 'No such API route'));
+
+  const onError: ErrorRequestHandler = (err, req, res, _next) => {
+    if (res.headersSent) return;
+    if (err instanceof HttpError) return sendError(res, err.status, err.code, err.message);
+    const e = err as { type?: string; status?: number };
+    if (e.type === 'entity.too.large') return sendError(res, 413, 'payload_too_large', 'The request body is too large');
+    if (e.type === 'entity.parse.failed') return sendError(res, 400, 'invalid_json', 'The request body is not valid JSON');
+    if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return sendError(res, 415, 'unsupported_encoding', 'Unsupported body encoding');
+    if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) return sendError(res, e.status, 'bad_request', 'The request could not be read');
+    deps.logger.error({ err: { message: (err as Error)?.message, name: (err as Error)?.name }, path: req.path }, 'unhandled error');
+    sendError(res, 500, 'internal_error', 'Something went wrong on our side; nothing was lost, please retry');
+  };
+  app.use(onError);
+  return app;
+}

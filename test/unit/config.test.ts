@@ -1,0 +1,65 @@
+import { ConfigError, loadConfig } from '../../src/config';
+
+const prodEnv = {
+  NODE_ENV: 'production',
+  SHOPIFY_API_KEY: 'client-id',
+  SHOPIFY_API_SECRET: 'client-secret',
+  SHOPIFY_APP_URL: 'https://connector.example.com',
+  SERVICE_BASE_URL: 'https://service.example.com',
+  ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+};
+
+describe('loadConfig', () => {
+  it('gives sandbox defaults for every Shopify and service variable outside production', () => {
+    const c = loadConfig({});
+    expect(c.sandbox).toBe(true);
+    expect(c.port).toBe(3000);
+    expect(c.databaseUrl).toBe('file:./data/connector.db');
+    expect(c.dbProvider).toBe('sqlite');
+    expect(c.shopify.appUrl).toBe('http://localhost:3000');
+    expect(c.service.webhookUrl).toBe(c.service.baseUrl);
+    expect(c.encryption.key).toHaveLength(32);
+    expect(c.shopify.scopes).toEqual(['read_orders', 'read_customers', 'read_checkouts']);
+  });
+
+  it('reads a complete production environment', () => {
+    const c = loadConfig({ ...prodEnv, DATABASE_URL: 'postgresql://u@db:5432/x', SERVICE_WEBHOOK_URL: 'https://hooks.example.com/', PORT: '8080' });
+    expect(c.production).toBe(true);
+    expect(c.dbProvider).toBe('postgres');
+    expect(c.service.webhookUrl).toBe('https://hooks.example.com');
+    expect(c.port).toBe(8080);
+  });
+
+  it.each(['SHOPIFY_API_KEY', 'SHOPIFY_API_SECRET', 'SHOPIFY_APP_URL', 'SERVICE_BASE_URL', 'ENCRYPTION_KEY'])(
+    'requires %s in production, naming it in one line',
+    (name) => {
+      const env: Record<string, string> = { ...prodEnv };
+      delete env[name];
+      expect(() => loadConfig(env)).toThrow(ConfigError);
+      expect(() => loadConfig(env)).toThrow(`${name} is required when NODE_ENV=production`);
+    },
+  );
+
+  it('treats an empty value as missing', () => {
+    expect(() => loadConfig({ ...prodEnv, SHOPIFY_API_SECRET: '' })).toThrow('SHOPIFY_API_SECRET is required');
+  });
+
+  it.each([
+    ['PORT', 'eighty'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['ENCRYPTION_KEY', 'c2hvcnQ='],
+    ['SERVICE_BASE_URL', 'not a url'],
+    ['LOG_LEVEL', 'verbose'],
+  ])('rejects a malformed %s, naming it', (name, value) => {
+    expect(() => loadConfig({ ...prodEnv, [name]: value })).toThrow(new RegExp(`^${name} is invalid`));
+  });
+
+  it('refuses SHOPIFY_ADMIN_ORIGIN in production and allows it in development', () => {
+    expect(() => loadConfig({ ...prodEnv, SHOPIFY_ADMIN_ORIGIN: 'http://127.0.0.1:9999' })).toThrow(/SHOPIFY_ADMIN_ORIGIN is for development and tests only/);
+    expect(loadConfig({ SHOPIFY_ADMIN_ORIGIN: 'http://127.0.0.1:9999/' }).shopify.adminOrigin).toBe('http://127.0.0.1:9999');
+  });
+
+  it('requires an https app URL in production', () => {
+    expect(() => loadConfig({ ...prodEnv, SHOPIFY_APP_URL: 'http://plain.example.com' })).toThrow(/SHOPIFY_APP_URL is invalid/);
+  });
+});
