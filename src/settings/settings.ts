@@ -1,0 +1,91 @@
+// Per-shop settings: which events are forwarded, which contact properties are sent, the
+// abandonment delay, and the names of imported events. Validated once with zod at the edge.
+import { z } from 'zod';
+
+/** Every event of the contract's table, with its default. connector_test is always on. */
+export const EVENT_DEFAULTS = {
+  order_placed: true,
+  order_paid: true,
+  order_fulfilled: true,
+  order_cancelled: true,
+  order_refunded: true,
+  checkout_started: true,
+  checkout_abandoned: true,
+  customer_created: true,
+  customer_updated: true,
+  email_subscribed: true,
+  email_unsubscribed: true,
+  product_ordered: false,
+} as const;
+
+export type EventName = keyof typeof EVENT_DEFAULTS;
+export const EVENT_NAMES = Object.keys(EVENT_DEFAULTS) as EventName[];
+
+/** Contact properties the service saves on the contact (top-level keys of send-event). */
+export const CONTACT_PROPERTY_DEFAULTS = {
+  first_name: true,
+  last_name: true,
+  phone: true,
+  shopify_customer_id: true,
+  email_marketing_state: true,
+  accepts_marketing: true,
+  tags: true,
+  city: true,
+  country_code: true,
+} as const;
+
+export type ContactProperty = keyof typeof CONTACT_PROPERTY_DEFAULTS;
+export const CONTACT_PROPERTIES = Object.keys(CONTACT_PROPERTY_DEFAULTS) as ContactProperty[];
+
+export interface Settings {
+  events: Record<EventName, boolean>;
+  contact_properties: Record<ContactProperty, boolean>;
+  abandonment_delay_minutes: number;
+  import_event_names: { customer_imported: string; order_imported: string };
+}
+
+export const DEFAULT_SETTINGS: Settings = {
+  events: { ...EVENT_DEFAULTS },
+  contact_properties: { ...CONTACT_PROPERTY_DEFAULTS },
+  abandonment_delay_minutes: 60,
+  import_event_names: { customer_imported: 'customer_imported', order_imported: 'order_imported' },
+};
+
+const eventName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'event names are lower snake_case, at most 64 characters');
+
+/** What PUT /api/settings accepts: a partial update; unknown keys are refused. */
+export const settingsPatchSchema = z
+  .object({
+    events: z.object(Object.fromEntries(EVENT_NAMES.map((n) => [n, z.boolean().optional()]))).strict().optional(),
+    contact_properties: z.object(Object.fromEntries(CONTACT_PROPERTIES.map((n) => [n, z.boolean().optional()]))).strict().optional(),
+    abandonment_delay_minutes: z.number().int().min(5).max(7 * 24 * 60).optional(),
+    import_event_names: z.object({ customer_imported: eventName.optional(), order_imported: eventName.optional() }).strict().optional(),
+  })
+  .strict();
+
+export type SettingsPatch = z.infer<typeof settingsPatchSchema>;
+
+function defined<T extends object>(o: T | undefined): Partial<T> {
+  return Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Applies a patch (or a stored JSON blob, which may be older and partial) over defaults. */
+export function mergeSettings(base: Settings, patch: SettingsPatch): Settings {
+  return {
+    events: { ...base.events, ...defined(patch.events as Partial<Settings['events']>) },
+    contact_properties: { ...base.contact_properties, ...defined(patch.contact_properties as Partial<Settings['contact_properties']>) },
+    abandonment_delay_minutes: patch.abandonment_delay_minutes ?? base.abandonment_delay_minutes,
+    import_event_names: { ...base.import_event_names, ...defined(patch.import_event_names) },
+  };
+}
+
+/** Reads the stored blob tolerantly: anything unreadable falls back to defaults. */
+export function parseStoredSettings(json: string | null | undefined): Settings {
+  if (!json) return DEFAULT_SETTINGS;
+  try {
+    const parsed = settingsPatchSchema.safeParse(JSON.parse(json));
+    return parsed.success ? mergeSettings(DEFAULT_SETTINGS, parsed.data) : DEFAULT_SETTINGS;
+  } catch {
+    return DEFAULT_SETTINGS;
+  }
+}
