@@ -76,12 +76,14 @@ CREATE TABLE "OutboxMessage" (
     "id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
     "shopId" TEXT NOT NULL,
     "sourceId" TEXT NOT NULL,
+    "kind" TEXT NOT NULL DEFAULT 'event',
     "topic" TEXT NOT NULL,
     "eventName" TEXT NOT NULL,
     "lane" INTEGER NOT NULL DEFAULT 0,
     "email" TEXT,
     "customerId" TEXT,
     "checkoutToken" TEXT,
+    "orderId" TEXT,
     "body" TEXT NOT NULL,
     "status" TEXT NOT NULL DEFAULT 'queued',
     "heldReason" TEXT,
@@ -186,7 +188,7 @@ CREATE INDEX "WebhookReceipt_shopDomain_receivedAt_idx" ON "WebhookReceipt"("sho
 CREATE INDEX "WebhookReceipt_shopDomain_customerId_idx" ON "WebhookReceipt"("shopDomain", "customerId");
 
 -- CreateIndex
-CREATE INDEX "OutboxMessage_shopId_status_lane_runAt_idx" ON "OutboxMessage"("shopId", "status", "lane", "runAt");
+CREATE INDEX "OutboxMessage_status_shopId_lane_runAt_idx" ON "OutboxMessage"("status", "shopId", "lane", "runAt");
 
 -- CreateIndex
 CREATE INDEX "OutboxMessage_status_runAt_idx" ON "OutboxMessage"("status", "runAt");
@@ -204,7 +206,13 @@ CREATE INDEX "OutboxMessage_shopId_email_idx" ON "OutboxMessage"("shopId", "emai
 CREATE INDEX "OutboxMessage_shopId_customerId_idx" ON "OutboxMessage"("shopId", "customerId");
 
 -- CreateIndex
-CREATE INDEX "OutboxMessage_shopId_deliveredAt_idx" ON "OutboxMessage"("shopId", "deliveredAt");
+CREATE INDEX "OutboxMessage_shopId_orderId_idx" ON "OutboxMessage"("shopId", "orderId");
+
+-- CreateIndex
+CREATE INDEX "OutboxMessage_shopId_status_deliveredAt_idx" ON "OutboxMessage"("shopId", "status", "deliveredAt");
+
+-- CreateIndex
+CREATE INDEX "OutboxMessage_shopId_id_idx" ON "OutboxMessage"("shopId", "id");
 
 -- CreateIndex
 CREATE INDEX "OutboxMessage_backfillId_idx" ON "OutboxMessage"("backfillId");

@@ -1,0 +1,73 @@
+// Turns drafts of events into messages, applying the merchant's switches and the email rule.
+import type { EventName } from '../settings/settings';
+import type { MapInput, MapOutput, NewMessage } from './types';
+
+export interface Draft {
+  eventName: EventName;
+  sourceId: string;
+  occurredAt: string;
+  attributes: Record<string, unknown>;
+  /** Defaults to receivedAt. */
+  runAt?: Date;
+  /** Refresh if still queued (checkout_abandoned) instead of insert-if-absent. */
+  upsert?: boolean;
+}
+
+export interface Subject {
+  email: string | null;
+  /** The reason recorded when email is null, e.g. 'no email on the order'. */
+  noEmail: string;
+  customerId: string | null;
+  checkoutToken: string | null;
+  orderId?: string | null;
+  contact: Record<string, unknown>;
+}
+
+export function ignored(reason: string, customerId: string | null = null): MapOutput {
+  return { ignored: reason, messages: [], upserts: [], customerId };
+}
+
+function turnedOff(names: EventName[]): string {
+  const unique = [...new Set(names)];
+  if (unique.length === 1) return `event ${unique[0]} is turned off`;
+  return `events ${unique.slice(0, -1).join(', ')} and ${unique[unique.length - 1]} are turned off`;
+}
+
+/**
+ * Builds the output for one webhook. `extra` carries cancelAbandoned and customerState, which
+ * the intake applies even when nothing is forwarded.
+ */
+export function assemble(
+  input: MapInput,
+  subject: Subject,
+  drafts: Draft[],
+  extra: Pick<MapOutput, 'cancelAbandoned' | 'customerState'> & { whenEmpty?: string } = {},
+): MapOutput {
+  const { whenEmpty, ...rest } = extra;
+  const base = { ...rest, messages: [] as NewMessage[], upserts: [] as NewMessage[], customerId: subject.customerId };
+  if (drafts.length === 0) return { ...base, ignored: whenEmpty ?? 'nothing to forward' };
+  const enabled = drafts.filter((d) => input.settings.events[d.eventName]);
+  if (enabled.length === 0) return { ...base, ignored: turnedOff(drafts.map((d) => d.eventName)) };
+  const email = subject.email;
+  if (email === null) return { ...base, ignored: subject.noEmail };
+  for (const d of enabled) {
+    const message: NewMessage = {
+      sourceId: d.sourceId,
+      eventName: d.eventName,
+      topic: input.topic,
+      email,
+      customerId: subject.customerId,
+      checkoutToken: subject.checkoutToken,
+      runAt: d.runAt ?? input.receivedAt,
+      body: {
+        event_name: d.eventName,
+        email,
+        ...subject.contact,
+        event_attribute: { shop_domain: input.shopDomain, source_id: d.sourceId, occurred_at: d.occurredAt, ...d.attributes },
+      },
+    };
+    if (subject.orderId !== undefined) message.orderId = subject.orderId;
+    (d.upsert ? base.upserts : base.messages).push(message);
+  }
+  return base;
+}

@@ -1,0 +1,64 @@
+// Tolerant readers over untrusted payloads: every accessor returns a typed value or null.
+export type Obj = Record<string, unknown>;
+
+export function obj(v: unknown): Obj | null {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : null;
+}
+
+export function arr(v: unknown): unknown[] {
+  return Array.isArray(v) ? v : [];
+}
+
+export function objs(v: unknown): Obj[] {
+  return arr(v).map(obj).filter((o): o is Obj => o !== null);
+}
+
+/** A non-empty string (trimmed), else null. */
+export function str(v: unknown): string | null {
+  if (typeof v !== 'string') return null;
+  const t = v.trim();
+  return t === '' ? null : t;
+}
+
+/** An id as its exact decimal string: parseWebhookBody already turned unsafe integers into strings. */
+export function id(v: unknown): string | null {
+  if (typeof v === 'number' && Number.isInteger(v)) return String(v);
+  if (typeof v === 'bigint') return v.toString();
+  return str(v);
+}
+
+/** Money: Shopify sends decimal strings ("19.99") and sometimes numbers. */
+export function money(v: unknown): number | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  const s = str(v);
+  if (s === null || !/^-?\d+(\.\d+)?$/.test(s)) return null;
+  return Number(s);
+}
+
+export function int(v: unknown): number | null {
+  if (typeof v === 'number' && Number.isInteger(v)) return v;
+  const s = str(v);
+  return s !== null && /^-?\d+$/.test(s) && Number.isSafeInteger(Number(s)) ? Number(s) : null;
+}
+
+/** Sums money amounts in micro-units so 0.1 + 0.2 is 0.3, not 0.30000000000000004. */
+export function sumMoney(values: number[]): number {
+  const micros = values.reduce((acc, v) => acc + Math.round(v * 1e6), 0);
+  return micros / 1e6;
+}
+
+/** An ISO 8601 timestamp in UTC, or null when absent or unreadable. */
+export function iso(v: unknown): string | null {
+  const s = str(v);
+  if (s === null) return null;
+  const t = Date.parse(s);
+  return Number.isNaN(t) ? null : new Date(t).toISOString();
+}
+
+export function firstIso(...values: unknown[]): string | null {
+  for (const v of values) {
+    const t = iso(v);
+    if (t !== null) return t;
+  }
+  return null;
+}

@@ -1,0 +1,225 @@
+// The only module that speaks HTTP to the email service (see ../../shared/spec/service-api.md).
+// One method per endpoint; every answer is classified once into ServiceResult (errors.ts).
+import { performance } from 'node:perf_hooks';
+import { Agent, request } from 'undici';
+import type { Logger } from '../observability/logger';
+import { failureFromError, failureFromResponse, redactSecret } from './errors';
+import {
+  extractArray, isRecord, normaliseCustomField, normaliseList, parseJson, parseRateInfo, type HeaderBag,
+} from './parse';
+import type {
+  RateInfo, SendEventBody, ServiceClient, ServiceCustomField, ServiceFailure, ServiceList, ServiceResult, Workspace,
+} from './types';
+
+export interface ServiceClientOptions {
+  baseUrl: string;
+  webhookUrl: string;
+  timeoutMs: number;
+  logger: Logger;
+}
+
+type Auth = 'bearer' | 'header';
+
+interface Call {
+  endpoint: string;
+  method: 'GET' | 'POST';
+  /** Preferred path first; the next one is tried once if the service answers 404. */
+  paths: readonly string[];
+  origin: string;
+  auth: Auth;
+  body?: unknown;
+}
+
+interface Answer {
+  kind: 'answer';
+  status: number;
+  headers: HeaderBag;
+  text: string;
+  body: unknown;
+  rate: RateInfo;
+  durationMs: number;
+}
+
+const MAX_BODY_BYTES = 2_000_000;
+/** Visible ASCII only: what an API key can be and a header can carry. */
+const USABLE_KEY = /^[\x21-\x7e]+$/;
+
+const PATHS = {
+  validate: ['/webhook/api_key/validate'],
+  // Endpoints 2 and 4 are given with and without the /api prefix; the table's form comes first.
+  check: ['/webhook/api_key/validate/', '/api/webhook/api_key/validate/'],
+  lists: ['/webhook/lists/', '/api/webhook/lists/'],
+  customFields: ['/api/webhook/customfields/'],
+  deleteContact: ['/api/webhook/contact/delete/'],
+  send: ['/webhook/send/'],
+} as const;
+
+function trimSlash(url: string): string {
+  return url.replace(/\/+$/, '');
+}
+
+async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) {
+      body.destroy();
+      break;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
+  const { timeoutMs, logger } = opts;
+  const baseUrl = trimSlash(opts.baseUrl);
+  const webhookUrl = trimSlash(opts.webhookUrl);
+  const agent = new Agent({
+    keepAliveTimeout: 4_000,
+    keepAliveMaxTimeout: 30_000,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    connect: { timeout: timeoutMs },
+    connections: 64,
+  });
+
+  function headersFor(apiKey: string, auth: Auth, hasBody: boolean): Record<string, string> {
+    const h: Record<string, string> = { accept: 'application/json', 'user-agent': 'shopify-email-connector' };
+    if (hasBody) h['content-type'] = 'application/json';
+    if (auth === 'bearer') h.authorization = `Bearer ${apiKey}`;
+    else h['x-service-api-key'] = apiKey;
+    return h;
+  }
+
+  async function once(apiKey: string, call: Call, path: string, started: number): Promise<Answer | ServiceFailure> {
+    const hasBody = call.body !== undefined;
+    try {
+      const res = await request(`${call.origin}${path}`, {
+        dispatcher: agent,
+        method: call.method,
+        headers: headersFor(apiKey, call.auth, hasBody),
+        body: hasBody ? JSON.stringify(call.body) : undefined,
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      const text = await readCapped(res.body);
+      return {
+        kind: 'answer', status: res.statusCode, headers: res.headers, text, body: parseJson(text),
+        rate: parseRateInfo(res.headers), durationMs: Math.round(performance.now() - started),
+      };
+    } catch (err) {
+      return failureFromError(err, { timeoutMs, durationMs: Math.round(performance.now() - started) });
+    }
+  }
+
+  /** Sends the call (with the 404 path fallback); non-2xx answers other than 404 become failures. */
+  async function send(apiKey: string, call: Call, opts: { keep404?: boolean } = {}): Promise<Answer | ServiceFailure> {
+    if (!USABLE_KEY.test(apiKey)) {
+      // Empty, or characters no header can carry: no service would accept it, so do not send it.
+      const refused: ServiceFailure = { kind: 'auth', message: 'The API key is empty or contains characters that cannot be sent, so it is not a valid key.', rate: {}, durationMs: 0 };
+      log(call, call.paths[0] ?? '', refused);
+      return refused;
+    }
+    const started = performance.now();
+    let result: Answer | ServiceFailure | undefined;
+    let path = '';
+    for (const [i, p] of call.paths.entries()) {
+      path = p;
+      result = await once(apiKey, call, p, started);
+      const more = i < call.paths.length - 1;
+      if (!(result.kind === 'answer' && result.status === 404 && more)) break;
+      logger.debug({ service: { endpoint: call.endpoint, path: p } }, 'email service answered 404; trying the alternative path');
+    }
+    const r = result as Answer | ServiceFailure;
+    let out: Answer | ServiceFailure = r;
+    if (r.kind === 'answer' && (r.status < 200 || r.status >= 300) && !(opts.keep404 && r.status === 404)) {
+      out = failureFromResponse(r);
+    }
+    if (out.kind !== 'answer') out = { ...out, message: redactSecret(out.message, apiKey) };
+    log(call, path, out);
+    return out;
+  }
+
+  function log(call: Call, path: string, r: Answer | ServiceFailure): void {
+    const fields = {
+      service: {
+        endpoint: call.endpoint, method: call.method, path, status: r.status, durationMs: r.durationMs,
+        rate: r.rate, outcome: r.kind === 'answer' ? 'ok' : r.kind,
+      },
+    };
+    if (r.kind === 'answer') logger.debug(fields, 'email service request succeeded');
+    else if (r.kind === 'not_acceptable') logger.error({ ...fields, err: r.message }, 'email service answered 406: the connector sent a request it cannot accept (bug)');
+    else logger.debug({ ...fields, err: r.message }, 'email service request failed');
+  }
+
+  function ok<T>(a: Answer, value: T): ServiceResult<T> {
+    return { kind: 'ok', value, status: a.status, rate: a.rate, durationMs: a.durationMs };
+  }
+
+  function fail(a: Answer, kind: ServiceFailure['kind'], message: string, apiKey: string): ServiceFailure {
+    return { kind, status: a.status, message: redactSecret(message, apiKey), rate: a.rate, durationMs: a.durationMs };
+  }
+
+  return {
+    async validateKey(apiKey, shop) {
+      const a = await send(apiKey, {
+        endpoint: 'validate_key', method: 'POST', paths: PATHS.validate, origin: baseUrl, auth: 'bearer',
+        body: { type: 'shopify', data: { shop_id: shop.shopId, shop_name: shop.shopName } },
+      });
+      if (a.kind !== 'answer') return a;
+      // A 200 is only a success when it names a workspace. `success: false` is the service
+      // saying the key is not valid (auth). A 200 without a workspace id is a service we do not
+      // understand: retryable, so the merchant sees "service unavailable", not "invalid key".
+      const b = a.body;
+      if (isRecord(b) && b.success === false) return fail(a, 'auth', 'The email service reported the API key as not valid.', apiKey);
+      const id = isRecord(b) ? b.workspace_id : undefined;
+      if (typeof id !== 'string' && typeof id !== 'number') {
+        return fail(a, 'retryable', 'The email service validated the key but did not say which workspace it belongs to.', apiKey);
+      }
+      const name = isRecord(b) && typeof b.workspace_name === 'string' ? b.workspace_name : '';
+      return ok<Workspace>(a, { workspaceId: String(id), workspaceName: name });
+    },
+
+    async checkKey(apiKey) {
+      const a = await send(apiKey, { endpoint: 'check_key', method: 'GET', paths: PATHS.check, origin: baseUrl, auth: 'header' });
+      if (a.kind !== 'answer') return a;
+      // The spec gives both an empty 200 and {"success": true}; only an explicit false fails.
+      if (isRecord(a.body) && a.body.success === false) return fail(a, 'auth', 'The email service reported the API key as not valid.', apiKey);
+      return ok<void>(a, undefined);
+    },
+
+    async listLists(apiKey) {
+      const a = await send(apiKey, { endpoint: 'list_lists', method: 'GET', paths: PATHS.lists, origin: baseUrl, auth: 'header' });
+      if (a.kind !== 'answer') return a;
+      const items = extractArray(a.body) ?? [];
+      return ok<ServiceList[]>(a, items.map(normaliseList));
+    },
+
+    async listCustomFields(apiKey) {
+      const a = await send(apiKey, { endpoint: 'list_custom_fields', method: 'GET', paths: PATHS.customFields, origin: baseUrl, auth: 'header' });
+      if (a.kind !== 'answer') return a;
+      const items = extractArray(a.body) ?? [];
+      return ok<ServiceCustomField[]>(a, items.map(normaliseCustomField));
+    },
+
+    async deleteContact(apiKey, email) {
+      const a = await send(apiKey, {
+        endpoint: 'delete_contact', method: 'POST', paths: PATHS.deleteContact, origin: baseUrl, auth: 'header', body: { email },
+      }, { keep404: true });
+      if (a.kind !== 'answer') return a;
+      // Any 2xx body (JSON, plain text, empty) is success; 404 means there is nothing to delete.
+      return ok(a, { alreadyGone: a.status === 404 });
+    },
+
+    async sendEvent(apiKey, body) {
+      const a = await send(apiKey, { endpoint: 'send_event', method: 'POST', paths: PATHS.send, origin: webhookUrl, auth: 'header', body });
+      if (a.kind !== 'answer') return a;
+      return ok<void>(a, undefined);
+    },
+
+    async close() {
+      await agent.close();
+    },
+  };
+}

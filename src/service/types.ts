@@ -1,0 +1,68 @@
+// The email service as the rest of the connector sees it. HTTP and undici types never leave
+// src/service/: callers get these shapes and a closed set of outcomes (see errors.ts).
+
+/** Rate-limit headers, parsed from every response (failures included) when present. */
+export interface RateInfo {
+  limit?: number;
+  remaining?: number;
+}
+
+export type FailureKind = 'rate_limited' | 'auth' | 'blocked' | 'bad_request' | 'not_acceptable' | 'retryable';
+
+export type ServiceFailure = {
+  kind: FailureKind;
+  status?: number;
+  /** A sentence for a person. Never contains the API key. */
+  message: string;
+  /** Only for rate_limited, and only when the service said how long to wait. */
+  retryAfterMs?: number;
+  rate: RateInfo;
+  durationMs: number;
+};
+
+export type ServiceResult<T> =
+  | { kind: 'ok'; value: T; status: number; rate: RateInfo; durationMs: number }
+  | ServiceFailure;
+
+export interface Workspace {
+  workspaceId: string;
+  workspaceName: string;
+}
+
+export interface ServiceList {
+  id: string | null;
+  name: string | null;
+  raw: unknown;
+}
+
+export interface ServiceCustomField {
+  key: string | null;
+  label: string | null;
+  type: string | null;
+  raw: unknown;
+}
+
+/** Extra top-level keys are contact properties; the service saves them on the contact. */
+export interface SendEventBody {
+  event_name: string;
+  email: string;
+  event_attribute?: Record<string, unknown>;
+  [contactProperty: string]: unknown;
+}
+
+export interface ServiceClient {
+  /** Endpoint 1: POST with Bearer; binds a shop to the key's workspace. */
+  validateKey(apiKey: string, shop: { shopId: string; shopName: string }): Promise<ServiceResult<Workspace>>;
+  /** Endpoint 2: GET key test; an empty or JSON 200 is ok. */
+  checkKey(apiKey: string): Promise<ServiceResult<void>>;
+  /** Endpoint 4. */
+  listLists(apiKey: string): Promise<ServiceResult<ServiceList[]>>;
+  /** Endpoint 3. */
+  listCustomFields(apiKey: string): Promise<ServiceResult<ServiceCustomField[]>>;
+  /** Endpoint 5: a 404 means the contact is already gone, which is success. */
+  deleteContact(apiKey: string, email: string): Promise<ServiceResult<{ alreadyGone: boolean }>>;
+  /** Endpoint 6, on the webhook URL. */
+  sendEvent(apiKey: string, body: SendEventBody): Promise<ServiceResult<void>>;
+  /** Closes pooled connections; waits for requests in flight. */
+  close(): Promise<void>;
+}

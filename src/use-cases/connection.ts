@@ -1,0 +1,154 @@
+// Connecting a shop to its workspace: validate the key with the service, bind the workspace,
+// store the key encrypted. Plus the periodic key check, disconnect, and the account's lists
+// and custom fields. The key never leaves this module except, encrypted, to the database.
+import type { Connection } from '@prisma/client';
+import type { SecretBox } from '../crypto/secret-box';
+import { keyHint } from '../crypto/secret-box';
+import type { Db } from '../db/client';
+import { HttpError } from '../http/errors';
+import type { Logger } from '../observability/logger';
+import type { OutboxRepository } from '../outbox/repository';
+import type { ServiceClient, ServiceFailure, ServiceResult } from '../service/types';
+
+export interface ConnectionDeps {
+  db: Db;
+  client: ServiceClient;
+  secrets: SecretBox;
+  repo: OutboxRepository;
+  logger: Logger;
+  /** The shop's id and name from Shopify, for shops whose install did not record them. */
+  shopIdentity: (domain: string) => Promise<{ shopId: string; shopName: string } | null>;
+  now?: () => Date;
+  onResumed?: (shopId: string) => void;
+  /** How often each shop's key is re-checked with the service. */
+  keyCheckEveryMs?: number;
+}
+
+export interface ConnectionView {
+  status: 'connected' | 'invalid_key' | 'disconnected';
+  workspace_id: string | null;
+  workspace_name: string | null;
+  key_hint: string | null;
+  connected_at: string | null;
+  last_delivered_at: string | null;
+  last_error: string | null;
+  last_error_at: string | null;
+}
+
+export function viewOf(c: Connection | null): ConnectionView {
+  if (!c) {
+    return { status: 'disconnected', workspace_id: null, workspace_name: null, key_hint: null, connected_at: null, last_delivered_at: null, last_error: null, last_error_at: null };
+  }
+  return {
+    status: c.status === 'connected' ? 'connected' : 'invalid_key',
+    workspace_id: c.workspaceId,
+    workspace_name: c.workspaceName,
+    key_hint: c.keyHint,
+    connected_at: c.connectedAt.toISOString(),
+    last_delivered_at: c.lastDeliveredAt?.toISOString() ?? null,
+    last_error: c.lastError,
+    last_error_at: c.lastErrorAt?.toISOString() ?? null,
+  };
+}
+
+const unavailable = (f: ServiceFailure) => new HttpError(502, 'service_unavailable', `The email service could not be reached or failed (${f.message}). Nothing was changed; please try again.`);
+
+export function createConnectionUseCases(deps: ConnectionDeps) {
+  const { db, client, secrets, repo, logger } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  async function connected(shopId: string): Promise<{ connection: Connection; apiKey: string }> {
+    const connection = await db.connection.findUnique({ where: { shopId } });
+    if (!connection) throw new HttpError(409, 'not_connected', 'Connect an API key first.');
+    if (connection.status !== 'connected') throw new HttpError(409, 'invalid_key', 'The saved API key was refused by the service; enter a valid key.');
+    return { connection, apiKey: secrets.decrypt(connection.apiKeyEnc, shopId) };
+  }
+
+  async function markInvalid(shopId: string, reason: string): Promise<void> {
+    await db.connection.updateMany({ where: { shopId }, data: { status: 'invalid_key', lastError: reason, lastErrorAt: now() } });
+    await repo.holdShop(shopId, 'invalid_key');
+  }
+
+  /** Reads from the service with the shop's key; a 401 flips the connection to invalid_key. */
+  async function read<T>(shopId: string, call: (key: string) => Promise<ServiceResult<T>>): Promise<T> {
+    const { apiKey } = await connected(shopId);
+    const r = await call(apiKey);
+    if (r.kind === 'ok') return r.value;
+    if (r.kind === 'auth') {
+      await markInvalid(shopId, 'The service refused the API key.');
+      throw new HttpError(422, 'invalid_key', 'The service refused the saved API key; enter a valid key.');
+    }
+    throw unavailable(r);
+  }
+
+  return {
+    async get(shopId: string): Promise<ConnectionView> {
+      return viewOf(await db.connection.findUnique({ where: { shopId } }));
+    },
+
+    async connect(shop: { id: string; domain: string }, apiKey: string): Promise<ConnectionView> {
+      const row = await db.shop.findUnique({ where: { id: shop.id } });
+      let identity = row?.shopifyId && row.name ? { shopId: row.shopifyId, shopName: row.name } : null;
+      identity ??= await deps.shopIdentity(shop.domain);
+      if (!identity) throw new HttpError(502, 'shopify_unavailable', 'Could not read the shop’s id and name from Shopify; please try again.');
+      const r = await client.validateKey(apiKey, identity);
+      if (r.kind === 'auth' || r.kind === 'blocked' || r.kind === 'bad_request') {
+        logger.info({ shop: shop.domain, outcome: r.kind }, 'API key refused by the service');
+        throw new HttpError(422, 'invalid_key', 'This key was refused by the service. Check that you copied the whole key and that it is not revoked.');
+      }
+      if (r.kind !== 'ok') throw unavailable(r);
+      const at = now();
+      const data = {
+        status: 'connected',
+        workspaceId: r.value.workspaceId,
+        workspaceName: r.value.workspaceName,
+        apiKeyEnc: secrets.encrypt(apiKey, shop.id),
+        keyHint: keyHint(apiKey),
+        lastCheckedAt: at,
+        lastError: null,
+        lastErrorAt: null,
+      };
+      const saved = await db.connection.upsert({ where: { shopId: shop.id }, create: { shopId: shop.id, connectedAt: at, ...data }, update: data });
+      const resumed = await repo.resumeShop(shop.id, ['invalid_key', 'disconnected'], at);
+      logger.info({ shop: shop.domain, workspaceId: saved.workspaceId, resumed }, 'shop connected to its workspace');
+      if (resumed) deps.onResumed?.(shop.id);
+      return viewOf(saved);
+    },
+
+    /** Forgets the key; what was queued is held, not lost, until a key is saved again. */
+    async disconnect(shopId: string): Promise<void> {
+      await db.$transaction(async (tx) => {
+        await tx.connection.deleteMany({ where: { shopId } });
+        await tx.outboxMessage.updateMany({ where: { shopId, status: 'queued' }, data: { status: 'held', heldReason: 'disconnected' } });
+      });
+    },
+
+    lists: (shopId: string) => read(shopId, (k) => client.listLists(k)),
+    customFields: (shopId: string) => read(shopId, (k) => client.listCustomFields(k)),
+
+    /**
+     * Re-checks keys not checked within the interval (endpoint 2). A 401 flips the connection
+     * to invalid_key and holds its deliveries; anything else leaves it as it is.
+     */
+    async checkKeys(limit = 50): Promise<{ checked: number; invalid: number }> {
+      const cutoff = new Date(now().getTime() - (deps.keyCheckEveryMs ?? 3_600_000));
+      const due = await db.connection.findMany({
+        where: { status: 'connected', OR: [{ lastCheckedAt: null }, { lastCheckedAt: { lt: cutoff } }] },
+        take: limit,
+      });
+      let invalid = 0;
+      for (const c of due) {
+        const r = await client.checkKey(secrets.decrypt(c.apiKeyEnc, c.shopId));
+        if (r.kind === 'auth') {
+          invalid += 1;
+          await markInvalid(c.shopId, 'The service refused the API key during a periodic check.');
+          logger.warn({ shopId: c.shopId }, 'periodic key check: key refused, deliveries held');
+        }
+        if (r.kind === 'ok' || r.kind === 'auth') await db.connection.updateMany({ where: { shopId: c.shopId }, data: { lastCheckedAt: now() } });
+      }
+      return { checked: due.length, invalid };
+    },
+  };
+}
+
+export type ConnectionUseCases = ReturnType<typeof createConnectionUseCases>;

@@ -1,0 +1,52 @@
+import { BACKOFF_SCHEDULE_MS, decideRetry, GIVE_UP_AFTER_MS, scheduleSpanMs } from '../../../src/outbox/retry-policy';
+
+const t0 = new Date('2026-11-21T10:00:00Z');
+const at = (ms: number) => new Date(t0.getTime() + ms);
+const mid = () => 0.5; // no jitter
+
+describe('retry policy', () => {
+  it('backs off exponentially on retryable failures, capped at the last step', () => {
+    const delays = [1, 2, 3, 4, 9, 20].map((n) => {
+      const d = decideRetry({ kind: 'retryable', message: '500' }, n, t0, t0, mid);
+      return d.action === 'retry' ? d.runAt.getTime() - t0.getTime() : -1;
+    });
+    expect(delays).toEqual([5_000, 30_000, 120_000, 300_000, 4 * 3_600_000, 4 * 3_600_000]);
+  });
+
+  it('jitters by at most ±20%', () => {
+    const lo = decideRetry({ kind: 'retryable', message: 'x' }, 2, t0, t0, () => 0);
+    const hi = decideRetry({ kind: 'retryable', message: 'x' }, 2, t0, t0, () => 1);
+    expect(lo).toMatchObject({ action: 'retry', runAt: at(24_000) });
+    expect(hi).toMatchObject({ action: 'retry', runAt: at(36_000) });
+  });
+
+  it('honours Retry-After on a 429, within bounds', () => {
+    expect(decideRetry({ kind: 'rate_limited', message: '429', retryAfterMs: 3_000 }, 1, t0, t0)).toMatchObject({ runAt: at(3_000) });
+    expect(decideRetry({ kind: 'rate_limited', message: '429' }, 1, t0, t0)).toMatchObject({ runAt: at(1_000) });
+    expect(decideRetry({ kind: 'rate_limited', message: '429', retryAfterMs: 99 * 3_600_000 }, 1, t0, t0)).toMatchObject({ runAt: at(600_000) });
+    expect(decideRetry({ kind: 'rate_limited', message: '429', retryAfterMs: 0 }, 1, t0, t0)).toMatchObject({ runAt: at(500) });
+  });
+
+  it('sends a 400 straight to dead with the service message', () => {
+    expect(decideRetry({ kind: 'bad_request', message: 'email is invalid' }, 1, t0, t0)).toEqual({ action: 'dead', reason: 'email is invalid' });
+  });
+
+  it('holds on 401 and pauses the workspace on 403', () => {
+    expect(decideRetry({ kind: 'auth', message: '401' }, 1, t0, t0)).toEqual({ action: 'hold', reason: 'invalid_key' });
+    expect(decideRetry({ kind: 'blocked', message: 'too many bad requests' }, 1, t0, t0)).toMatchObject({ action: 'pause_workspace', until: at(60_000) });
+  });
+
+  it('gives up once about 24 hours have passed since the message was first due', () => {
+    const late = at(GIVE_UP_AFTER_MS - 60_000);
+    const d = decideRetry({ kind: 'retryable', message: 'HTTP 503' }, 14, t0, late, mid);
+    expect(d.action).toBe('dead');
+    expect(d.action === 'dead' && d.reason).toMatch(/gave up after 14 attempts .*HTTP 503/);
+  });
+
+  it('spans close to 24 hours in total', () => {
+    const { retries, spanMs } = scheduleSpanMs();
+    expect(spanMs).toBeGreaterThan(20 * 3_600_000);
+    expect(spanMs).toBeLessThanOrEqual(GIVE_UP_AFTER_MS);
+    expect(retries).toBeGreaterThan(BACKOFF_SCHEDULE_MS.length);
+  });
+});
