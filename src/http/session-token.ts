@@ -56,8 +56,11 @@ export function sessionTokenMiddleware(deps: SessionTokenDeps): RequestHandler {
     if (!shop) return unauthorized(res, 'invalid_session_token', 'The Shopify session token names no valid shop');
 
     try {
-      let session = await tokens.getOfflineSession(shop);
-      let installed: InstalledShop | null = null;
+      const row = await db.shop.findUnique({ where: { domain: shop }, select: { id: true, domain: true, shopifyId: true, uninstalledAt: true, tokenStatus: true } });
+      // After an uninstall (or a token Shopify revoked) a stored session is stale: exchange anew.
+      const stale = Boolean(row?.uninstalledAt) || row?.tokenStatus === 'revoked';
+      let session = stale ? null : await tokens.getOfflineSession(shop);
+      let installed: InstalledShop;
       if (!session) {
         try {
           session = await tokens.exchangeSessionToken(shop, jwt);
@@ -70,14 +73,11 @@ export function sessionTokenMiddleware(deps: SessionTokenDeps): RequestHandler {
           return sendError(res, 502, 'shopify_unavailable', 'Shopify could not be reached to complete the installation; please retry');
         }
         installed = await recordInstall({ shopify, db, logger }, session);
-      }
-      if (!installed) {
-        const row = await db.shop.findUnique({ where: { domain: shop }, select: { id: true, domain: true, shopifyId: true, uninstalledAt: true } });
-        if (!row || row.uninstalledAt) installed = await recordInstall({ shopify, db, logger }, session);
-        else {
-          installed = { id: row.id, domain: row.domain };
-          if (!row.shopifyId) await ensureShopIdentity({ shopify, db, logger }, session);
-        }
+      } else if (!row) {
+        installed = await recordInstall({ shopify, db, logger }, session);
+      } else {
+        installed = { id: row.id, domain: row.domain };
+        if (!row.shopifyId) await ensureShopIdentity({ shopify, db, logger }, session);
       }
       res.locals.shop = installed satisfies ShopLocals;
       next();

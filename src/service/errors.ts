@@ -16,7 +16,7 @@ const MAX_MESSAGE = 500;
 /** Removes the key from any text that might echo it (error bodies, transport errors). */
 export function redactSecret(text: string, secret: string): string {
   // Very short "keys" are not secrets worth mangling every message for.
-  const clean = secret.length >= 4 ? text : text;
+  const clean = secret.length >= 4 ? text.split(secret).join('[redacted]') : text;
   return clean.length > MAX_MESSAGE ? `${clean.slice(0, MAX_MESSAGE - 1)}…` : clean;
 }
 

@@ -27,7 +27,7 @@ export function createShopify(config: Config, logger: Logger): ShopifyApi {
       timestamps: false,
       log: libraryLogBridge(logger),
     },
-  }) as unknown as ShopifyApi;
+  });
   if (config.shopify.adminOrigin && !config.production) {
     installAdminOriginFetch();
     originByApi.set(shopify, config.shopify.adminOrigin);
@@ -45,19 +45,15 @@ function librarySeverity(level: string): LogSeverity {
 }
 
 // Tokens look like shpat_…, shprt_…, JWTs, or `access_token=…`; none of them may reach a log line.
-const SECRET_PATTERNS: RegExp[] = [
-  /\bshp[a-z]{2}_[A-Za-z0-9]+/g,
-  /\beyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g,
-  /((?:access|refresh|subject)_?token|client_secret|[?&]code)(["']?\s*[:=]\s*["']?)[^\s"'&,}]+/gi,
+const SECRET_PATTERNS: Array<[RegExp, string]> = [
+  [/\bshp[a-z]{2}_[A-Za-z0-9]+/g, '[redacted]'],
+  [/\beyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g, '[redacted]'],
+  [/((?:access|refresh|subject)_?token|client_secret|stateFromCookie|[?&]code|[?&]state)(["']?\s*[:=]\s*["']?)[^\s"'&,}]+/gi, '$1$2[redacted]'],
 ];
 
 /** Removes anything token-like from a message. Exported for the logger of other Shopify code. */
 export function scrubSecrets(message: string): string {
-  let out = message;
-  for (const re of SECRET_PATTERNS) {
-    out = out.replace(re, (match, key?: string, sep?: string) => (typeof sep === 'string' && key ? `${key}${sep}[redacted]` : '[redacted]'));
-  }
-  return out;
+  return SECRET_PATTERNS.reduce((out, [re, replacement]) => out.replace(re, replacement), message);
 }
 
 function libraryLogBridge(logger: Logger) {

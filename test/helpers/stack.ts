@@ -22,7 +22,10 @@ export interface Stack {
   /** Installs (token exchange) and connects `domain` to a new emulator workspace; returns its key. */
   connectShop(domain?: string, opts?: { rateLimit?: number; name?: string }): Promise<{ apiKey: string; workspaceId: string; shopId: string }>;
   webhook(topic: string, payload: unknown, opts?: { webhookId?: string; domain?: string }): Promise<{ status: number; body: unknown }>;
+  /** A fixture parsed (ids beyond 2^53 lose precision here: send raw() when they matter). */
   fixture(name: string): any;
+  /** A fixture's exact bytes, as Shopify would send them. */
+  raw(name: string): string;
   /** Waits until `check` returns a truthy value, polling. */
   until<T>(check: () => T | Promise<T>, timeoutMs?: number, what?: string): Promise<T>;
   close(): Promise<void>;
@@ -74,7 +77,10 @@ export async function startStack(opts: { emulator?: ServiceEmulatorOptions; serv
       return shop.sendWebhook(app.url, { topic, shopDomain: o.domain ?? DEFAULT_SHOP, payload, webhookId: o.webhookId });
     },
     fixture(name) {
-      return JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'fixtures', `${name}.json`), 'utf8'));
+      return JSON.parse(stack.raw(name));
+    },
+    raw(name) {
+      return fs.readFileSync(path.join(__dirname, '..', 'fixtures', `${name}.json`), 'utf8');
     },
     async until(check, timeoutMs = 10_000, what = 'condition') {
       const end = Date.now() + timeoutMs;

@@ -38,10 +38,11 @@ describe('operations endpoints', () => {
     expect(res.text).toMatch(/connector_outbox_messages\{status="queued"\} 0/);
   });
 
-  it('unknown /api routes get the contract error body', async () => {
+  it('any /api route without a session token gets 401, the retry header and the contract error body', async () => {
     const res = await request(app.url).get('/api/nope');
-    expect(res.status).toBe(404);
-    expect(res.body).toEqual({ error: { code: 'not_found', message: expect.any(String) } });
+    expect(res.status).toBe(401);
+    expect(res.headers['x-shopify-retry-invalid-session-request']).toBe('1');
+    expect(res.body).toEqual({ error: { code: expect.any(String), message: expect.any(String) } });
   });
 
   it('GET /readyz answers 503 once the database is gone', async () => {

@@ -64,11 +64,12 @@ describe('authorization-code grant (non-embedded install)', () => {
   it('rejects a callback with a stale timestamp even when correctly signed', async () => {
     const { cookie, authorizeUrl } = await begin(h);
     const { path, params } = callbackOf(h, authorizeUrl);
-    const stale = { ...params, timestamp: String(Math.floor(Date.now() / 1000) - 300) };
+    const stale: Record<string, string> = { ...params, timestamp: String(Math.floor(Date.now() / 1000) - 300) };
     stale.hmac = signOAuthQuery(stale, API_SECRET);
     const res = await request(h.url).get(withQuery(path, stale)).set('Cookie', cookie);
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('invalid_oauth_callback');
+    expect(h.logText()).toMatch(/"reason":"invalid, InvalidHmacError"/); // the timestamp check, not the signature
   });
 
   it('rejects a callback whose state is not the one in the cookie', async () => {

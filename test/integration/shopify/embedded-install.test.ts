@@ -1,5 +1,6 @@
 import request from 'supertest';
-import { API_SECRET, expectNoSecrets, startHarness, type Harness } from './harness';
+import { createSessionStore } from '../../../src/shopify/session-storage';
+import { API_SECRET, expectNoSecrets, startHarness, testCipher, type Harness } from './harness';
 
 const SHOP = 'embedded-store.myshopify.com';
 
@@ -50,6 +51,8 @@ describe('embedded install by token exchange', () => {
     expect(row.refreshToken).not.toContain(stats.lastRefreshToken!);
     expect(row.accessToken.startsWith('t1.')).toBe(true);
     expect(row.refreshTokenExpires).toBeInstanceOf(Date);
+    // Under another key the row does not open: it counts as absent (token exchange renews it).
+    await expect(createSessionStore(h.db, testCipher()).loadSession(`offline_${SHOP}`)).resolves.toBeUndefined();
   });
 
   it('concurrent first requests of a new shop perform a single token exchange', async () => {
@@ -77,6 +80,15 @@ describe('embedded install by token exchange', () => {
     expect(after).toMatchObject({ tokenStatus: 'active', uninstalledAt: null });
     expect(after.installedAt.getTime()).toBeGreaterThanOrEqual(before.installedAt.getTime());
     expect(h.fake.tokenStats(SHOP).exchanges).toBe(2);
+  });
+
+  it('a shop marked uninstalled whose session was not deleted (late, unordered webhooks) exchanges anew', async () => {
+    const exchanges = h.fake.tokenStats(SHOP).exchanges;
+    await h.db.shop.update({ where: { domain: SHOP }, data: { uninstalledAt: new Date() } });
+    const res = await request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(SHOP)}`);
+    expect(res.status).toBe(200);
+    expect(h.fake.tokenStats(SHOP).exchanges).toBe(exchanges + 1);
+    expect(await h.db.shop.findUniqueOrThrow({ where: { domain: SHOP } })).toMatchObject({ uninstalledAt: null, tokenStatus: 'active' });
   });
 
   it('Shopify refusing the exchange gives 401 with the retry header; Shopify down gives 502', async () => {
