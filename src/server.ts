@@ -36,6 +36,8 @@ export interface RunningServer {
   logger: Logger;
   server: Server;
   worker: DeliveryWorker;
+  /** The periodic key check, run on demand (the app runs it every minute). */
+  checkKeys(): Promise<{ checked: number; invalid: number }>;
   /** Graceful: stop accepting, finish in-flight requests and deliveries, close the database. */
   close(): Promise<void>;
 }
@@ -83,7 +85,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const gdpr = createGdpr({ db, logger, repo, now, onEnqueued: nudge });
   const ingest = createIngestWebhook({ db, logger, metrics, gdpr, now, onEnqueued: nudge });
   const connection = createConnectionUseCases({
-    db, client, secrets, repo, logger, now, onResumed: nudge,
+    db, client, secrets, repo, pacer, logger, now, onResumed: nudge,
     shopIdentity: async (domain) => {
       const session = await tokens.getOfflineSession(domain);
       return session ? ensureShopIdentity({ shopify, db, logger }, session) : null;
@@ -134,5 +136,5 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       logger.info('connector stopped');
     })());
 
-  return { url, port, db, logger, server, worker, close };
+  return { url, port, db, logger, server, worker, close, checkKeys: () => connection.checkKeys() };
 }

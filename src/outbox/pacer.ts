@@ -51,6 +51,18 @@ export class Pacer {
     return { slots: Array.from({ length: count }, (_, i) => start + Math.round((i * spanMs) / count)), limit };
   }
 
+  /**
+   * Takes one slot for a call that is not a delivery (key check, lists, custom fields): the
+   * service counts every request against the team's limit, so these must fit the schedule too.
+   * Waits for the slot, at most `maxWaitMs`.
+   */
+  async take(workspaceId: string, maxWaitMs = 5_000): Promise<void> {
+    const { slots } = await this.reserve(workspaceId, 1);
+    const wait = Math.min(maxWaitMs, slots[0]! - this.now());
+    this.noteSend(workspaceId, Math.max(slots[0]!, this.now()));
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+
   private readonly known = new Set<string>();
   private async ensureRow(workspaceId: string): Promise<void> {
     if (this.known.has(workspaceId)) return;
@@ -74,8 +86,9 @@ export class Pacer {
   async observe(workspaceId: string, rate: RateInfo, rateLimited: boolean, retryAfterMs?: number): Promise<void> {
     const now = this.now();
     const db = this.sql.db;
-    if (rate.limit && rate.limit > 0) {
-      await db.workspacePacer.updateMany({ where: { workspaceId, NOT: { limitPerSec: rate.limit } }, data: { limitPerSec: rate.limit } });
+    if (rate.limit && rate.limit > 0 && this.limits.get(workspaceId) !== rate.limit) {
+      await db.workspacePacer.updateMany({ where: { workspaceId }, data: { limitPerSec: rate.limit } });
+      this.limits.set(workspaceId, rate.limit);
     }
     let pushTo: number | null = null;
     if (rateLimited) pushTo = now + Math.max(retryAfterMs ?? 1000, 1000);
@@ -85,12 +98,12 @@ export class Pacer {
       if (external > 0) pushTo = now + Math.ceil(external * this.intervalMs(rate.limit));
     }
     if (pushTo !== null) {
-      await this.sql.db.workspacePacer.updateMany({ where: { workspaceId, nextSlotAt: { lt: BigInt(pushTo) } }, data: { nextSlotAt: BigInt(pushTo) } });
-    }
-    if (rate.remaining !== undefined) {
-      await db.workspacePacer.updateMany({ where: { workspaceId }, data: { lastRemaining: rate.remaining } });
+      await db.workspacePacer.updateMany({ where: { workspaceId, nextSlotAt: { lt: BigInt(pushTo) } }, data: { nextSlotAt: BigInt(pushTo) } });
     }
   }
+
+  /** The limit this process last saw reported per workspace, to write it only when it changes. */
+  private readonly limits = new Map<string, number>();
 
   /** Pauses a workspace the service has blocked (403); every process honours it. */
   async pause(workspaceId: string, until: Date, reason: string): Promise<void> {

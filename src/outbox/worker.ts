@@ -123,40 +123,61 @@ export class DeliveryWorker {
     return { workspaceId: c.workspaceId, apiKey: cached.key };
   }
 
+  /**
+   * A shop's lane. Batches are pipelined: the next batch is claimed as soon as the current one
+   * has been dispatched, so the schedule has no gap while the last requests are in flight.
+   */
   private async runLane(shopId: string): Promise<void> {
     const { repo, pacer } = this.deps;
-    while (!this.stopping) {
-      const ctx = await this.context(shopId);
-      if (!ctx) return;
-      if ('hold' in ctx) {
-        await repo.holdShop(shopId, ctx.hold);
-        return;
+    const inFlight = new Set<Promise<unknown>>();
+    let stopLane = false;
+    try {
+      while (!this.stopping && !stopLane) {
+        const ctx = await this.context(shopId);
+        if (!ctx) return;
+        if ('hold' in ctx) {
+          await repo.holdShop(shopId, ctx.hold);
+          return;
+        }
+        if (await pacer.pausedUntil(ctx.workspaceId)) return;
+        const limit = (await pacer.currentLimit(ctx.workspaceId)) ?? 10;
+        const batchSize = Math.max(1, Math.min(this.deps.batchSize ?? 50, limit));
+        // never more than about two seconds of requests outstanding
+        while (inFlight.size > 2 * limit) await Promise.race(inFlight);
+        const lockMs = Math.ceil(((batchSize + 1) * 1000) / limit) + (this.deps.requestTimeoutMs ?? 10_000) + 5_000;
+        const batch = await repo.claim(shopId, this.workerId, batchSize, this.now(), lockMs);
+        if (batch.length === 0) return;
+        const { slots } = await pacer.reserve(ctx.workspaceId, batch.length);
+        let i = 0;
+        for (; i < batch.length; i++) {
+          const wait = slots[i]! - this.now().getTime();
+          if (wait > 0) await sleep(wait);
+          if (this.stopping || stopLane) break;
+          const p = this.deliver(batch[i]!, ctx, shopId)
+            .then((r) => {
+              if (r === 'stop') stopLane = true;
+            })
+            .catch((err: unknown) => this.deps.logger.error({ shopId, err: (err as Error).message }, 'recording a delivery failed; its lock will expire and it will be retried'))
+            .finally(() => inFlight.delete(p));
+          inFlight.add(p);
+        }
+        // claimed but not sent (stopping, or the workspace got blocked): give them back untouched
+        await repo.release(batch.slice(i).map((m) => m.id), this.workerId);
       }
-      if (await pacer.pausedUntil(ctx.workspaceId)) return;
-      const limit = (await pacer.currentLimit(ctx.workspaceId)) ?? 10;
-      const batchSize = Math.max(1, Math.min(this.deps.batchSize ?? 50, limit));
-      const lockMs = Math.ceil(((batchSize + 1) * 1000) / limit) + (this.deps.requestTimeoutMs ?? 10_000) + 5_000;
-      const batch = await repo.claim(shopId, this.workerId, batchSize, this.now(), lockMs);
-      if (batch.length === 0) return;
-      const { slots } = await pacer.reserve(ctx.workspaceId, batch.length);
-      const inFlight: Promise<'continue' | 'stop'>[] = [];
-      let stopLane = false;
-      let i = 0;
-      for (; i < batch.length; i++) {
-        const wait = slots[i]! - this.now().getTime();
-        if (wait > 0) await sleep(wait);
-        if (this.stopping || stopLane) break;
-        const p = this.deliver(batch[i]!, ctx, shopId).then((r) => {
-          if (r === 'stop') stopLane = true;
-          return r;
-        });
-        inFlight.push(p);
-      }
+    } finally {
       await Promise.all(inFlight);
-      // claimed but not sent (stopping, or the workspace got blocked): give them back untouched
-      await repo.release(batch.slice(i).map((m) => m.id), this.workerId);
-      if (stopLane) return;
     }
+  }
+
+  /** The connection's "last successful delivery", written at most once a second per shop. */
+  private readonly lastDelivered = new Map<string, number>();
+  private noteDelivered(shopId: string, at: Date): void {
+    const prev = this.lastDelivered.get(shopId) ?? 0;
+    if (at.getTime() - prev < 1000) return;
+    this.lastDelivered.set(shopId, at.getTime());
+    this.deps.db.connection
+      .updateMany({ where: { shopId }, data: { lastDeliveredAt: at } })
+      .catch((err: unknown) => this.deps.logger.warn({ shopId, err: (err as Error).message }, 'could not record the last delivery time'));
   }
 
   private async deliver(msg: OutboxMessage, ctx: ShopContext, shopId: string): Promise<'continue' | 'stop'> {
@@ -187,7 +208,7 @@ export class DeliveryWorker {
     if (result.kind === 'ok') {
       await repo.markDelivered(msg, this.workerId, finishedAt, attempt, scrub);
       metrics.deliveryLatency.observe(Math.max(0, finishedAt.getTime() - msg.dueAt.getTime()) / 1000);
-      await db.connection.updateMany({ where: { shopId }, data: { lastDeliveredAt: finishedAt } });
+      this.noteDelivered(shopId, finishedAt);
       return 'continue';
     }
     if (result.kind === 'not_acceptable') logger.error({ messageId: msg.id }, 'the service answered 406 Not Acceptable: our request headers are wrong (a bug)');

@@ -7,6 +7,7 @@ import { keyHint } from '../crypto/secret-box';
 import type { Db } from '../db/client';
 import { HttpError } from '../http/errors';
 import type { Logger } from '../observability/logger';
+import type { Pacer } from '../outbox/pacer';
 import type { OutboxRepository } from '../outbox/repository';
 import type { ServiceClient, ServiceFailure, ServiceResult } from '../service/types';
 
@@ -15,6 +16,8 @@ export interface ConnectionDeps {
   client: ServiceClient;
   secrets: SecretBox;
   repo: OutboxRepository;
+  /** Every call to the service counts against the workspace's limit, so it takes a slot. */
+  pacer: Pacer;
   logger: Logger;
   /** The shop's id and name from Shopify, for shops whose install did not record them. */
   shopIdentity: (domain: string) => Promise<{ shopId: string; shopName: string } | null>;
@@ -54,7 +57,7 @@ export function viewOf(c: Connection | null): ConnectionView {
 const unavailable = (f: ServiceFailure) => new HttpError(502, 'service_unavailable', `The email service could not be reached or failed (${f.message}). Nothing was changed; please try again.`);
 
 export function createConnectionUseCases(deps: ConnectionDeps) {
-  const { db, client, secrets, repo, logger } = deps;
+  const { db, client, secrets, repo, pacer, logger } = deps;
   const now = deps.now ?? (() => new Date());
 
   async function connected(shopId: string): Promise<{ connection: Connection; apiKey: string }> {
@@ -71,7 +74,8 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
 
   /** Reads from the service with the shop's key; a 401 flips the connection to invalid_key. */
   async function read<T>(shopId: string, call: (key: string) => Promise<ServiceResult<T>>): Promise<T> {
-    const { apiKey } = await connected(shopId);
+    const { apiKey, connection } = await connected(shopId);
+    await pacer.take(connection.workspaceId);
     const r = await call(apiKey);
     if (r.kind === 'ok') return r.value;
     if (r.kind === 'auth') {
@@ -97,6 +101,8 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
         throw new HttpError(422, 'invalid_key', 'This key was refused by the service. Check that you copied the whole key and that it is not revoked.');
       }
       if (r.kind !== 'ok') throw unavailable(r);
+      // the validation request counted against the workspace's limit: account for it
+      await pacer.reserve(r.value.workspaceId, 1);
       const at = now();
       const data = {
         status: 'connected',
@@ -138,6 +144,7 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
       });
       let invalid = 0;
       for (const c of due) {
+        await pacer.take(c.workspaceId);
         const r = await client.checkKey(secrets.decrypt(c.apiKeyEnc, c.shopId));
         if (r.kind === 'auth') {
           invalid += 1;

@@ -1,0 +1,77 @@
+// Events card: one switch per event of the contract's table (with the Shopify topics it comes
+// from), and the abandoned-checkout delay.
+import { announce, busy, h, humanize, render, setFieldError, slot } from '../dom.js';
+import { switchList } from './switches.js';
+
+const DESCRIPTIONS = {
+  order_placed: 'A customer places an order.',
+  order_paid: 'An order is paid.',
+  order_fulfilled: 'An order is fulfilled.',
+  order_cancelled: 'An order is cancelled.',
+  order_refunded: 'A refund is issued.',
+  checkout_started: 'A customer starts a checkout with an email address.',
+  checkout_abandoned: 'A checkout is left without an order for the delay below.',
+  customer_created: 'A customer account is created.',
+  customer_updated: 'A customer\u2019s details change.',
+  email_subscribed: 'A customer subscribes to email marketing.',
+  email_unsubscribed: 'A customer unsubscribes from email marketing.',
+  product_ordered: 'One event per product in an order (for product-based flows).',
+};
+
+export function mountEvents(card, ctx) {
+  const { api, catalog } = ctx;
+  const body = slot(card);
+  const limits = catalog.abandonment_delay_minutes;
+
+  const list = switchList({
+    idPrefix: 'event',
+    legend: 'Events sent to your account',
+    values: ctx.settings.events,
+    items: catalog.events.map((e) => ({
+      name: e.name,
+      label: humanize(e.name),
+      hint: [DESCRIPTIONS[e.name] ?? '', ' ', h('span', { class: 'topics' }, `From ${e.topics.join(', ')}`)],
+    })),
+    save: async (name, on) => (await api.updateSettings({ events: { [name]: on } })).events,
+  });
+
+  const delay = h('input', {
+    id: 'abandonment-delay', name: 'abandonment_delay_minutes', type: 'number', class: 'input input--narrow', inputmode: 'numeric',
+    min: String(limits.min), max: String(limits.max), step: '1', value: String(ctx.settings.abandonment_delay_minutes),
+    'aria-describedby': 'abandonment-delay-help abandonment-delay-error',
+  });
+  const error = h('p', { id: 'abandonment-delay-error', class: 'field-error', role: 'alert', hidden: true });
+  const save = h('button', { class: 'button', type: 'submit' }, 'Save delay');
+  delay.addEventListener('input', () => setFieldError(delay, error, null));
+
+  async function onSave(event) {
+    event.preventDefault();
+    const minutes = Number(delay.value);
+    if (!Number.isInteger(minutes) || minutes < limits.min || minutes > limits.max) {
+      setFieldError(delay, error, `Enter a whole number of minutes from ${limits.min} to ${limits.max}.`);
+      delay.focus();
+      return;
+    }
+    await busy(save, async () => {
+      try {
+        const saved = await api.updateSettings({ abandonment_delay_minutes: minutes });
+        delay.value = String(saved.abandonment_delay_minutes);
+        announce(`Abandoned checkout delay saved: ${saved.abandonment_delay_minutes} minutes.`);
+      } catch (err) {
+        setFieldError(delay, error, err.message);
+        delay.focus();
+      }
+    });
+  }
+
+  render(body,
+    list.element,
+    h('p', { class: 'help' }, 'The test event (connector_test) is always sent.'),
+    h('form', { class: 'delay-form', novalidate: true, onsubmit: onSave },
+      h('label', { for: 'abandonment-delay', class: 'label' }, 'Abandoned checkout delay'),
+      h('div', { class: 'key-row' }, h('span', { class: 'input-suffix' }, delay, h('span', { 'aria-hidden': 'true' }, 'minutes')), save),
+      h('p', { id: 'abandonment-delay-help', class: 'help' }, `How long after a checkout's last activity it counts as abandoned, in minutes (${limits.min}\u2013${limits.max}).`),
+      error));
+
+  return { set: (settings) => list.set(settings.events) };
+}

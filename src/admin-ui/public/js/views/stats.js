@@ -1,0 +1,61 @@
+// Activity stats: queue and outcome counts, latency percentiles, and deliveries per hour over
+// the last 24 hours as a small inline SVG bar chart (with a text alternative).
+import { formatMs, h, render } from '../dom.js';
+
+const SVG = 'http://www.w3.org/2000/svg';
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  for (const c of children) if (c !== '') el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+
+const hourFmt = new Intl.DateTimeFormat(undefined, { hour: 'numeric' });
+
+/** Bars for stats.hourly: [{hour: ISO, delivered: n}] × 24, oldest first. */
+export function hourlyChart(hourly) {
+  const W = 960, H = 140, top = 14, bottom = 22, left = 4, right = 4;
+  const values = hourly.map((x) => x.delivered);
+  const max = Math.max(1, ...values);
+  const total = values.reduce((a, b) => a + b, 0);
+  const peakAt = values.indexOf(Math.max(...values));
+  const slot = (W - left - right) / Math.max(1, hourly.length);
+  const plotH = H - top - bottom;
+  const summary = total === 0
+    ? 'No deliveries in the last 24 hours.'
+    : `${total} deliveries in the last 24 hours; the busiest hour, starting ${hourFmt.format(new Date(hourly[peakAt].hour))}, had ${values[peakAt]}.`;
+
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-labelledby': 'chart-title chart-desc' },
+    s('title', { id: 'chart-title' }, 'Deliveries per hour, last 24 hours'),
+    s('desc', { id: 'chart-desc' }, summary),
+    s('line', { x1: left, x2: W - right, y1: top + plotH + 0.5, y2: top + plotH + 0.5, class: 'chart__axis' }),
+    total > 0 ? s('text', { x: W - right, y: 10, 'text-anchor': 'end', class: 'chart__label' }, `max ${max} per hour`) : '');
+  hourly.forEach((x, i) => {
+    const hgt = x.delivered === 0 ? 0 : Math.max(2, (x.delivered / max) * plotH);
+    const bar = s('rect', { x: left + i * slot + 2, y: top + plotH - hgt, width: Math.max(1, slot - 4), height: hgt, rx: 2, class: 'chart__bar' },
+      s('title', {}, `${hourFmt.format(new Date(x.hour))}: ${x.delivered} delivered`));
+    svg.append(bar);
+    if (i % 6 === 0) svg.append(s('text', { x: left + i * slot + slot / 2, y: H - 6, 'text-anchor': 'middle', class: 'chart__label' }, hourFmt.format(new Date(x.hour))));
+  });
+  return h('figure', { class: 'chart-figure' }, svg, h('figcaption', { class: 'help' }, summary));
+}
+
+function tile(id, label, value, { tone, note } = {}) {
+  return h('div', { class: `stat${tone ? ` stat--${tone}` : ''}`, id },
+    h('dt', { class: 'stat__label' }, label),
+    h('dd', { class: 'stat__value' }, value),
+    note ? h('dd', { class: 'stat__note' }, note) : null);
+}
+
+export function renderStats(container, st) {
+  const oldest = st.oldest_queued_age_s > 0 ? `oldest waiting ${st.oldest_queued_age_s < 120 ? `${st.oldest_queued_age_s} s` : `${Math.round(st.oldest_queued_age_s / 60)} min`}` : null;
+  render(container,
+    h('dl', { class: 'stats' },
+      tile('stat-queued', 'Queued', st.queued + (st.delivering ?? 0), { note: oldest }),
+      tile('stat-delivered', 'Delivered (24 h)', st.delivered_24h, { tone: 'success' }),
+      tile('stat-dead', 'Dead', st.dead, { tone: st.dead > 0 ? 'critical' : undefined }),
+      tile('stat-held', 'Held', st.held, { tone: st.held > 0 ? 'warning' : undefined }),
+      tile('stat-p50', 'Latency p50', formatMs(st.p50_latency_ms)),
+      tile('stat-p95', 'Latency p95', formatMs(st.p95_latency_ms))),
+    Array.isArray(st.hourly) ? hourlyChart(st.hourly) : null);
+}

@@ -1,0 +1,153 @@
+// Shared pieces of the fault suite: a clock tests can move forward, a Shopify-like sender that
+// retries every non-200 (as Shopify does), and the loss / duplicate accounting every test prints.
+import type { Db } from '../../src/db/client';
+import type { ReceivedEvent } from '../../src/sandbox/service-emulator';
+import type { Stack } from '../helpers/stack';
+
+/** The app's clock: real time plus an offset tests can push forward to skip backoff waits. */
+export interface TestClock {
+  now: () => Date;
+  advance(ms: number): void;
+  readonly offsetMs: number;
+}
+
+export function testClock(): TestClock {
+  let offset = 0;
+  return {
+    now: () => new Date(Date.now() + offset),
+    advance: (ms) => {
+      offset += ms;
+    },
+    get offsetMs() {
+      return offset;
+    },
+  };
+}
+
+/**
+ * Moves the clock forward once nothing is in flight and nothing is due: a jump while a message
+ * is claimed would expire its lock under the request and send it twice (a test artefact).
+ */
+export async function advanceWhenIdle(db: Db, clock: TestClock, ms: number, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const busy = await db.outboxMessage.count({
+      where: { OR: [{ status: 'delivering' }, { status: 'queued', runAt: { lte: clock.now() } }] },
+    });
+    if (busy === 0) break;
+    if (Date.now() > end) throw new Error(`advanceWhenIdle: ${busy} messages still due or in flight after ${timeoutMs} ms`);
+    await sleep(50);
+  }
+  clock.advance(ms);
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export interface SendOutcome {
+  /** Webhook ids that got a 200 in the end. */
+  accepted: string[];
+  /** Non-200 answers (and network errors, as status 0) seen along the way, by status. */
+  failures: Record<string, number>;
+  /** Webhook ids that never got a 200 within the retries. */
+  gaveUp: string[];
+}
+
+export interface Delivery {
+  webhookId: string;
+  send: () => Promise<{ status: number }>;
+}
+
+/**
+ * Sends deliveries with bounded concurrency. Like Shopify, anything but a 200 (a 5xx, a
+ * timeout, a reset connection) is retried, with a short pause, up to `retries` times.
+ */
+export async function sendAll(deliveries: Delivery[], opts: { concurrency?: number; retries?: number; retryDelayMs?: number } = {}): Promise<SendOutcome> {
+  const out: SendOutcome = { accepted: [], failures: {}, gaveUp: [] };
+  const queue = [...deliveries];
+  const worker = async () => {
+    for (let d = queue.shift(); d; d = queue.shift()) {
+      let ok = false;
+      for (let attempt = 0; attempt <= (opts.retries ?? 30) && !ok; attempt++) {
+        let status = 0;
+        try {
+          status = (await d.send()).status;
+        } catch {
+          status = 0;
+        }
+        if (status === 200) ok = true;
+        else {
+          out.failures[status] = (out.failures[status] ?? 0) + 1;
+          await sleep(opts.retryDelayMs ?? 250);
+        }
+      }
+      (ok ? out.accepted : out.gaveUp).push(d.webhookId);
+    }
+  };
+  await Promise.all(Array.from({ length: opts.concurrency ?? 8 }, worker));
+  return out;
+}
+
+/** Source ids at the emulator, with how many times each arrived. */
+export function arrivals(events: ReceivedEvent[], filter: (e: ReceivedEvent) => boolean = () => true): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const e of events) {
+    if (!filter(e)) continue;
+    const id = String(e.event_attribute.source_id);
+    m.set(id, (m.get(id) ?? 0) + 1);
+  }
+  return m;
+}
+
+export interface Accounting {
+  expected: number;
+  arrived: number;
+  missing: string[];
+  /** Extra copies beyond the first, summed over source ids. */
+  duplicates: number;
+  unexpected: number;
+}
+
+export function account(expected: Iterable<string>, got: Map<string, number>): Accounting {
+  const want = new Set(expected);
+  const missing = [...want].filter((id) => !got.has(id));
+  let duplicates = 0;
+  let unexpected = 0;
+  for (const [id, n] of got) {
+    if (!want.has(id)) unexpected += n;
+    else duplicates += n - 1;
+  }
+  return { expected: want.size, arrived: want.size - missing.length, missing, duplicates, unexpected };
+}
+
+/** Waits until every expected source id has arrived (or the timeout), then returns the accounting. */
+export async function waitForAll(
+  stackOrEvents: Stack | (() => ReceivedEvent[]),
+  expected: string[],
+  timeoutMs: number,
+  filter?: (e: ReceivedEvent) => boolean,
+): Promise<Accounting> {
+  const events = typeof stackOrEvents === 'function' ? stackOrEvents : () => stackOrEvents.emulator.events();
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const acc = account(expected, arrivals(events(), filter));
+    if (acc.missing.length === 0 || Date.now() > end) return acc;
+    await sleep(100);
+  }
+}
+
+/** Prints a small two-column table of what a fault test did and counted. */
+export function report(title: string, rows: Record<string, string | number | boolean>): void {
+  const width = Math.max(...Object.keys(rows).map((k) => k.length));
+  const lines = Object.entries(rows).map(([k, v]) => `  ${k.padEnd(width)}  ${v}`);
+  console.log(`${title}\n${lines.join('\n')}`);
+}
+
+/** Message counts by status, for one shop or all. */
+export async function statusCounts(stack: Pick<Stack, 'app'>, shopId?: string): Promise<Record<string, number>> {
+  const rows = await stack.app.db.outboxMessage.groupBy({ by: ['status'], where: shopId ? { shopId } : {}, _count: { _all: true } });
+  return Object.fromEntries(rows.map((r) => [r.status, r._count._all]));
+}
+
+export function formatCounts(c: Record<string, number>): string {
+  return Object.entries(c).map(([k, v]) => `${k}=${v}`).join(' ') || '(none)';
+}

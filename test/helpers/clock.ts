@@ -1,0 +1,33 @@
+import type { Db } from '../../src/db/client';
+
+/** A clock that runs with real time plus an offset the test can jump forward. */
+export class TestClock {
+  offset = 0;
+  now = (): Date => new Date(Date.now() + this.offset);
+  advance(ms: number): void {
+    this.offset += ms;
+  }
+  /**
+   * Jumps to when the next queued message is due, but only while nothing is in flight (so no
+   * claim lock expires under a request). Returns false when nothing is waiting.
+   */
+  async advanceToNextDue(db: Db): Promise<boolean> {
+    if ((await db.outboxMessage.count({ where: { status: 'delivering' } })) > 0) return true;
+    const next = await db.outboxMessage.findFirst({ where: { status: 'queued' }, orderBy: { runAt: 'asc' }, select: { runAt: true } });
+    if (!next) return false;
+    const gap = next.runAt.getTime() - this.now().getTime();
+    if (gap > 0) this.advance(gap + 5);
+    return true;
+  }
+}
+
+/** The most requests whose timestamps fall in any window of `windowMs` (sliding). */
+export function maxInWindow(times: number[], windowMs = 1000): number {
+  const t = [...times].sort((a, b) => a - b);
+  let max = 0;
+  for (let i = 0, j = 0; i < t.length; i++) {
+    while (t[i]! - t[j]! >= windowMs) j++;
+    max = Math.max(max, i - j + 1);
+  }
+  return max;
+}

@@ -1,0 +1,25 @@
+import type { Db } from '../../src/db/client';
+
+/** Every row of every table, as JSON text: for "appears in no table" checks. */
+export async function dumpAllTables(db: Db): Promise<Record<string, string>> {
+  const tables = {
+    Shop: await db.shop.findMany(),
+    Session: await db.session.findMany(),
+    Connection: await db.connection.findMany(),
+    ShopSettings: await db.shopSettings.findMany(),
+    WebhookReceipt: await db.webhookReceipt.findMany(),
+    OutboxMessage: await db.outboxMessage.findMany(),
+    DeliveryAttempt: await db.deliveryAttempt.findMany(),
+    CustomerDigest: await db.customerDigest.findMany(),
+    WorkspacePacer: await db.workspacePacer.findMany(),
+    DataExport: await db.dataExport.findMany(),
+    Backfill: await db.backfill.findMany(),
+  };
+  return Object.fromEntries(Object.entries(tables).map(([k, v]) => [k, JSON.stringify(v, (_key, val) => (typeof val === 'bigint' ? val.toString() : val))]));
+}
+
+/** Names of the tables whose rows mention `needle`. */
+export async function tablesContaining(db: Db, needle: string): Promise<string[]> {
+  const all = await dumpAllTables(db);
+  return Object.entries(all).filter(([, text]) => text.toLowerCase().includes(needle.toLowerCase())).map(([k]) => k);
+}
