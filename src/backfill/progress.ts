@@ -5,6 +5,9 @@
 export const KINDS = ['customers', 'orders'] as const;
 export type Kind = (typeof KINDS)[number];
 
+/** States in which a backfill holds the shop's one import slot. */
+export const ACTIVE_STATES = ['pending', 'running'] as const;
+
 export interface KindCounts {
   /** Root objects in the result (rootObjectCount), or Shopify's count before the file exists. */
   total: number | null;

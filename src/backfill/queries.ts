@@ -22,7 +22,6 @@ const MONEY = '{ shopMoney { amount currencyCode } }';
 export const ORDER_FIELDS = `
   id
   name
-  number
   email
   createdAt
   processedAt
@@ -33,7 +32,7 @@ export const ORDER_FIELDS = `
   totalDiscountsSet ${MONEY}
   discountCodes
   statusPageUrl
-  customer { id firstName lastName defaultEmailAddress { emailAddress marketingState marketingOptInLevel marketingUpdatedAt } defaultPhoneNumber { phoneNumber } tags defaultAddress { city countryCodeV2 } }
+  customer { id firstName lastName defaultEmailAddress { emailAddress marketingState marketingOptInLevel marketingUpdatedAt } defaultPhoneNumber { phoneNumber } defaultAddress { city countryCodeV2 } }
   shippingAddress { firstName lastName city countryCodeV2 }
   billingAddress { firstName lastName city countryCodeV2 }
   lineItems {

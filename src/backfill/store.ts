@@ -10,7 +10,7 @@ import { parseStoredSettings, type Settings } from '../settings/settings';
 import { insertNew } from '../use-cases/store-messages';
 import { totals, type Kind, type Progress } from './progress';
 
-export const ACTIVE_STATES = ['pending', 'running'] as const;
+export { ACTIVE_STATES } from './progress';
 
 export interface ShopState {
   domain: string;

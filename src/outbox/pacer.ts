@@ -66,7 +66,11 @@ export class Pacer {
   private readonly known = new Set<string>();
   private async ensureRow(workspaceId: string): Promise<void> {
     if (this.known.has(workspaceId)) return;
-    await this.sql.db.workspacePacer.upsert({ where: { workspaceId }, create: { workspaceId, limitPerSec: DEFAULT_LIMIT }, update: {} });
+    // several processes may meet a new workspace at once: insert-if-absent, never a race
+    await this.sql.query(Prisma.sql`
+      INSERT INTO "WorkspacePacer" ("workspaceId", "limitPerSec", "nextSlotAt", "updatedAt")
+      VALUES (${workspaceId}, ${this.sql.int(DEFAULT_LIMIT)}, ${this.sql.int(0)}, ${this.sql.ts(new Date(this.now()))})
+      ON CONFLICT ("workspaceId") DO NOTHING RETURNING "workspaceId"`);
     this.known.add(workspaceId);
   }
 

@@ -191,10 +191,15 @@ describeWithChromium('the embedded admin page, in a real browser against the san
     const others = responses.filter((r) => !devTokens.includes(r));
     expect(others.some((r) => new URL(r.url).pathname === '/api/connection')).toBe(true);
 
-    const secrets = [serviceKey, 'wrong-key-0123456789', ...tokens, API_SECRET];
-    for (const secret of secrets) {
+    // the service key (right or wrong) and the app secret: nowhere, not even in the dev token response
+    for (const secret of [serviceKey, 'wrong-key-0123456789', API_SECRET]) {
       expect(html).not.toContain(secret);
       for (const r of responses) expect({ url: r.url, leaks: r.body.includes(secret) }).toEqual({ url: r.url, leaks: false });
+    }
+    // the session tokens: only in the sandbox's token endpoint that minted them
+    for (const token of tokens) {
+      expect(html).not.toContain(token);
+      for (const r of others) expect({ url: r.url, leaks: r.body.includes(token) }).toEqual({ url: r.url, leaks: false });
     }
     // no JWT at all outside the sandbox's own token endpoint
     for (const r of others) expect({ url: r.url, jwt: /eyJ[\w-]+\.eyJ[\w-]+\.[\w-]+/.test(r.body.toString('utf8')) }).toEqual({ url: r.url, jwt: false });

@@ -29,7 +29,7 @@ export function switchList({ idPrefix, legend, items, values, save }) {
       h('div', { class: 'switch-row__text' },
         h('label', { for: id, class: 'switch-row__label' }, item.label),
         item.hint ? h('p', { id: `${id}-hint`, class: 'help' }, item.hint) : null,
-        item.aside ? h('div', { class: 'switch-row__aside' }, item.aside) : null),
+        item.aside !== undefined ? h('div', { class: 'switch-row__aside' }, item.aside) : null),
       h('div', { class: 'switch-row__control' }, state, h('span', { class: 'switch' }, input, h('span', { class: 'switch__track', 'aria-hidden': 'true' }))));
   });
 
