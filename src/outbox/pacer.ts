@@ -29,6 +29,11 @@ export class Pacer {
     this.now = opts.now ?? Date.now;
   }
 
+  /** How late a slot may still be used: half the guard, so lateness stays inside it. */
+  get lateToleranceMs(): number {
+    return this.guardMs / 2;
+  }
+
   intervalMs(limit: number): number {
     return (1000 + this.guardMs) / Math.max(1, limit);
   }

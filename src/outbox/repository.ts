@@ -16,6 +16,7 @@ export interface AttemptRecord {
   statusCode: number | null;
   outcome: string;
   error: string | null;
+  workerId?: string;
 }
 
 export class OutboxRepository {

@@ -98,7 +98,10 @@ describeWithChromium('the embedded admin page, in a real browser against the san
 
     // the status filter narrows the log to dead deliveries
     await page().selectOption('#delivery-status', 'dead');
-    await page().locator('#delivery-log tbody tr').first().waitFor();
+    await page().waitForFunction(() => {
+      const rows = [...document.querySelectorAll<HTMLElement>('#delivery-log tbody tr')];
+      return rows.length > 0 && rows.every((r) => r.dataset.status === 'dead');
+    });
     expect(await page().locator('#delivery-log tbody tr').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.status))).toEqual(['dead']);
     await e.screenshot('05-delivery-dead');
 
@@ -138,12 +141,16 @@ describeWithChromium('the embedded admin page, in a real browser against the san
   }, SLOW);
 
   it('fills the activity chart as store events are delivered', async () => {
-    for (const topic of ['orders/create', 'customers/create']) {
+    await page().selectOption('#delivery-status', '');
+    for (const topic of ['orders/create', 'customers/create', 'checkouts/create']) {
       await page().click(`#simulate-card button[data-topic="${topic}"]`);
       await waitForText(page().locator('#simulate-result'), new RegExp(`${topic}.*answered 200`));
     }
     await row('order_placed', 'delivered').waitFor({ timeout: 60_000 });
     await row('customer_created', 'delivered').waitFor({ timeout: 60_000 });
+    await row('checkout_started', 'delivered').waitFor({ timeout: 60_000 });
+    // the abandonment event waits for its delay, shown as scheduled
+    await waitForText(row('checkout_abandoned', 'queued').locator('.result'), /Scheduled in/);
     await waitForText(page().locator('#stat-delivered .stat__value'), /^([4-9]|\d\d+)$/, 30_000);
     const summary = await page().locator('#chart-desc').textContent();
     expect(summary).toMatch(/\d+ deliveries in the last 24 hours/);
@@ -153,7 +160,9 @@ describeWithChromium('the embedded admin page, in a real browser against the san
     // The README's picture: written when missing, or on demand (UPDATE_DOCS_SCREENSHOT=1).
     if (!fs.existsSync(DOCS_SCREENSHOT) || process.env.UPDATE_DOCS_SCREENSHOT === '1') {
       fs.mkdirSync(path.dirname(DOCS_SCREENSHOT), { recursive: true });
-      await page().screenshot({ path: DOCS_SCREENSHOT, fullPage: false, animations: 'disabled', caret: 'hide' });
+      // the connection and activity cards, down to the end of the delivery log
+      const box = (await page().locator('#activity-card').boundingBox())!;
+      await page().screenshot({ path: DOCS_SCREENSHOT, fullPage: true, clip: { x: 0, y: 0, width: 1280, height: Math.ceil(box.y + box.height + 16) }, animations: 'disabled', caret: 'hide' });
     }
     expect(fs.statSync(file).size).toBeGreaterThan(10_000);
   }, SLOW);

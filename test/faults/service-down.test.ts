@@ -6,7 +6,7 @@ import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
 import { account, arrivals, driveUntilDelivered, formatCounts, report, sendAll, sleep, statusCounts, testClock, type Delivery } from './support';
 
-const OUTAGE_MS = 60_000;
+const OUTAGE_MS = Number(process.env.FAULT_OUTAGE_MS ?? 60_000);
 
 describe(`the email service down for 60 s (${testProvider})`, () => {
   let s: Stack;
@@ -62,6 +62,11 @@ describe(`the email service down for 60 s (${testProvider})`, () => {
       'duplicates (bound 0: the emulator processes nothing it drops or answers 500)': final.duplicates,
       'message states': formatCounts(states),
     });
+    if (final.missing.length) {
+      const stuck = await s.app.db.outboxMessage.findMany({ where: { sourceId: { in: final.missing } } });
+      console.log('not delivered', clock.now().toISOString(), stuck.map((m) => ({ id: m.sourceId, status: m.status, runAt: m.runAt.toISOString(), attempts: m.attempts, lockedUntil: m.lockedUntil, err: m.lastError })));
+      console.log('pacer', await s.app.db.workspacePacer.findMany());
+    }
     expect(burst.gaveUp).toEqual([]);
     expect(failedAttempts.length).toBeGreaterThan(100);
     expect(final.missing).toEqual([]);

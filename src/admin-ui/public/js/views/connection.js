@@ -65,7 +65,7 @@ export function mountConnection(card, ctx) {
         row('Connected', timeAgo(v.connected_at)),
         row('Last successful delivery', v.last_delivered_at ? timeAgo(v.last_delivered_at) : h('span', { class: 'subdued' }, 'None yet')),
         row('Last error', v.last_error
-          ? h('span', { class: 'text-critical' }, v.last_error, ' ', v.last_error_at ? ['(', timeAgo(v.last_error_at), ')'] : null)
+          ? h('span', { class: 'text-critical' }, v.last_error, v.last_error_at ? [' \u00b7 ', timeAgo(v.last_error_at)] : null)
           : h('span', { class: 'subdued' }, 'None'))));
   }
 

@@ -23,7 +23,7 @@ export function hourlyChart(hourly) {
   const plotH = H - top - bottom;
   const summary = total === 0
     ? 'No deliveries in the last 24 hours.'
-    : `${total} deliveries in the last 24 hours; the busiest hour, starting ${hourFmt.format(new Date(hourly[peakAt].hour))}, had ${values[peakAt]}.`;
+    : `${total} ${total === 1 ? 'delivery' : 'deliveries'} in the last 24 hours; the busiest hour, starting ${hourFmt.format(new Date(hourly[peakAt].hour))}, had ${values[peakAt]}.`;
 
   const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-labelledby': 'chart-title chart-desc' },
     s('title', { id: 'chart-title' }, 'Deliveries per hour, last 24 hours'),

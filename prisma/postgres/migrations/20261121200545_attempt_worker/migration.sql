@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "DeliveryAttempt" ADD COLUMN     "workerId" TEXT;
+

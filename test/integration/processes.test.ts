@@ -1,0 +1,93 @@
+// Real OS processes on one database: a worker killed with SIGKILL mid-drain, and two workers
+// sharing one backlog and one workspace's limit.
+import { sampleOrder } from '../../src/sandbox/samples';
+import { maxInWindow } from '../helpers/clock';
+import { testProvider } from '../helpers/db';
+import { spawnApp, type AppProcess } from '../helpers/process';
+import { API_KEY, API_SECRET, startStack, type Stack } from '../helpers/stack';
+
+function childEnv(s: Stack): Record<string, string> {
+  return {
+    DATABASE_URL: s.database.url,
+    SHOPIFY_API_KEY: API_KEY,
+    SHOPIFY_API_SECRET: API_SECRET,
+    SERVICE_BASE_URL: s.emulator.url,
+    SHOPIFY_ADMIN_ORIGIN: s.shop.url,
+    SERVICE_TIMEOUT_MS: '2000',
+    WORKER_ENABLED: 'true',
+  };
+}
+
+async function ingest(s: Stack, domain: string, n: number, prefix: string): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (next < n) {
+      const i = next++;
+      const res = await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: domain, payload: sampleOrder(i), webhookId: `${prefix}-${i}` });
+      if (res.status !== 200) throw new Error(`webhook got ${res.status}`);
+    }
+  }));
+}
+
+describe(`several processes on one database (${testProvider})`, () => {
+  let s: Stack;
+  const children: AppProcess[] = [];
+  beforeAll(async () => {
+    // the in-process app only takes webhooks; the workers under test are child processes
+    s = await startStack({ env: { WORKER_ENABLED: 'false' } });
+  });
+  afterAll(async () => {
+    await Promise.all(children.map((c) => c.kill('SIGKILL')));
+    await s.close();
+  });
+
+  it('a worker killed with SIGKILL mid-drain loses nothing; duplicates are at most the in-flight count', async () => {
+    const ws = await s.connectShop('crash.myshopify.com', { rateLimit: 100 });
+    await ingest(s, 'crash.myshopify.com', 600, 'crash');
+    const first = await spawnApp(childEnv(s));
+    children.push(first);
+    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 150, 30_000, '150 delivered');
+    await first.kill('SIGKILL');
+    const inFlight = await s.app.db.outboxMessage.count({ where: { status: 'delivering' } });
+    const atKill = s.emulator.events({ workspaceId: ws.workspaceId }).length;
+    const second = await spawnApp(childEnv(s));
+    children.push(second);
+    const events = await s.until(() => {
+      const e = s.emulator.events({ workspaceId: ws.workspaceId });
+      return new Set(e.map((x) => x.event_attribute.source_id)).size >= 600 ? e : null;
+    }, 60_000, 'all 600 delivered after restart');
+    await new Promise((r) => setTimeout(r, 500));
+    const all = s.emulator.events({ workspaceId: ws.workspaceId });
+    const duplicates = all.length - new Set(all.map((x) => x.event_attribute.source_id)).size;
+    console.log(`crash (${testProvider}): delivered before kill=${atKill}, in flight at kill=${inFlight}, duplicates=${duplicates}, total=${all.length}`);
+    expect(events!.length).toBeGreaterThanOrEqual(600);
+    expect(duplicates).toBeLessThanOrEqual(inFlight);
+    expect(await s.app.db.outboxMessage.count({ where: { sourceId: { startsWith: 'crash-' }, status: { not: 'delivered' } } })).toBe(0);
+    await second.kill('SIGTERM');
+  }, 120_000);
+
+  it('two workers share one backlog: nothing delivered twice, and the workspace limit holds across both', async () => {
+    const ws = await s.connectShop('shared.myshopify.com', { rateLimit: 50 });
+    await ingest(s, 'shared.myshopify.com', 400, 'shared');
+    const [a, b] = await Promise.all([spawnApp(childEnv(s)), spawnApp(childEnv(s))]);
+    children.push(a!, b!);
+    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 400, 60_000, '400 delivered');
+    await new Promise((r) => setTimeout(r, 500));
+    const events = s.emulator.events({ workspaceId: ws.workspaceId });
+    const sends = s.emulator.requests().filter((r) => r.workspaceId === ws.workspaceId && r.path.includes('/webhook/send'));
+    const workers = await s.app.db.deliveryAttempt.groupBy({ by: ['workerId'], where: { message: { sourceId: { startsWith: 'shared-' } } }, _count: { _all: true } });
+    const report = {
+      events: events.length,
+      distinct: new Set(events.map((e) => e.event_attribute.source_id)).size,
+      maxPerSecond: maxInWindow(sends.map((r) => r.at)),
+      count429: sends.filter((r) => r.status === 429).length,
+      perWorker: workers.map((w) => w._count._all),
+    };
+    console.log(`two workers (${testProvider}): ${JSON.stringify(report)}`);
+    expect(report).toMatchObject({ events: 400, distinct: 400, count429: 0 });
+    expect(report.maxPerSecond).toBeLessThanOrEqual(50);
+    expect(workers).toHaveLength(2);
+    expect(Math.min(...report.perWorker)).toBeGreaterThan(40);
+    await Promise.all([a!.kill('SIGTERM'), b!.kill('SIGTERM')]);
+  }, 120_000);
+});
