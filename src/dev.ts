@@ -1,13 +1,83 @@
 // `npm run dev`: the connector on embedded SQLite in sandbox mode, with the bundled service
 // emulator and a simulated shop, so a newcomer sees it work with no accounts.
 import { configOrExit, handleSignals } from './main';
+import { startFakeShop } from './sandbox/fake-shop';
+import { sampleCheckout, sampleCustomer, sampleOrder } from './sandbox/samples';
+import { startServiceEmulator } from './sandbox/service-emulator';
+import { SANDBOX_DEFAULTS } from './config';
 import { startServer } from './server';
 
+const DEV_SHOP = 'demo-store.myshopify.com';
+const FAKE_SHOP_PORT = 4011;
+
+/** A sample payload for each topic the Simulate panel offers. */
+function samplePayload(topic: string, n: number): unknown {
+  switch (topic) {
+    case 'orders/create':
+    case 'orders/paid':
+    case 'orders/cancelled':
+      return { ...sampleOrder(n), cancelled_at: topic === 'orders/cancelled' ? new Date().toISOString() : null, cancel_reason: topic === 'orders/cancelled' ? 'customer' : null };
+    case 'orders/fulfilled':
+      return { ...sampleOrder(n), fulfillment_status: 'fulfilled', fulfillments: [{ id: n, status: 'success', tracking_number: `1Z${n}`, tracking_numbers: [`1Z${n}`], tracking_url: `https://track.example.com/1Z${n}`, tracking_urls: [`https://track.example.com/1Z${n}`] }] };
+    case 'refunds/create':
+      return { id: 6_000_000 + n, order_id: sampleOrder(n).id, created_at: new Date().toISOString(), note: null, refund_line_items: [], transactions: [{ kind: 'refund', status: 'success', amount: '12.00', currency: 'USD' }] };
+    case 'checkouts/create':
+    case 'checkouts/update':
+      return sampleCheckout(n, { at: new Date() });
+    case 'customers/create':
+    case 'customers/update':
+      return { ...sampleCustomer(n), updated_at: new Date().toISOString() };
+    default:
+      return {};
+  }
+}
+
 async function dev(): Promise<void> {
-  const config = configOrExit({ ...process.env, NODE_ENV: process.env.NODE_ENV === 'production' ? 'development' : process.env.NODE_ENV });
-  const running = await startServer(config);
-  handleSignals(running);
-  process.stdout.write(`\n  Connector (sandbox) running at ${config.shopify.appUrl}\n  Health: ${running.url}/healthz\n\n`);
+  const env: Record<string, string | undefined> = { ...process.env, NODE_ENV: process.env.NODE_ENV === 'production' ? 'development' : process.env.NODE_ENV };
+  // The emulator runs when the service URL is the sandbox default; the fake shop when no admin origin is set.
+  const useEmulator = !env.SERVICE_BASE_URL || env.SERVICE_BASE_URL === SANDBOX_DEFAULTS.SERVICE_BASE_URL;
+  const useFakeShop = !env.SHOPIFY_ADMIN_ORIGIN;
+  if (useFakeShop) env.SHOPIFY_ADMIN_ORIGIN = `http://127.0.0.1:${FAKE_SHOP_PORT}`;
+  const config = configOrExit(env);
+
+  const emulator = useEmulator ? await startServiceEmulator({ port: Number(new URL(config.service.baseUrl).port), host: '127.0.0.1' }) : null;
+  const workspace = emulator?.createWorkspace({ name: 'Sandbox Workspace' });
+  const shop = useFakeShop
+    ? await startFakeShop({ apiKey: config.shopify.apiKey, apiSecret: config.shopify.apiSecret, port: FAKE_SHOP_PORT, host: '127.0.0.1', shops: [{ domain: DEV_SHOP, id: '548380009', name: 'Demo Store' }] })
+    : null;
+  let n = Math.floor(Date.now() / 1000) % 100_000;
+
+  const running = await startServer(config, {
+    ui: {
+      devShop: DEV_SHOP,
+      simulate: shop ? (topic, domain) => shop.sendWebhook(`http://127.0.0.1:${config.port}`, { topic, shopDomain: domain, payload: samplePayload(topic, (n += 1)) }) : undefined,
+      sandboxLinks: emulator ? [{ label: 'Events received by the service emulator', href: `${emulator.url}/_sandbox/events` }] : [],
+    },
+  });
+  handleSignals({
+    logger: running.logger,
+    close: async () => {
+      await running.close();
+      await Promise.all([emulator?.close(), shop?.close()]);
+    },
+  });
+  // install the simulated shop, as Shopify's managed install plus token exchange would
+  if (shop) {
+    const res = await fetch(`${running.url}/api/connection`, { headers: { authorization: `Bearer ${shop.mintSessionToken(DEV_SHOP)}` } });
+    if (res.status !== 200) running.logger.warn({ status: res.status }, 'could not install the simulated shop');
+  }
+  const lines = [
+    '',
+    '  Connector running in sandbox mode',
+    `    Admin page:       ${config.shopify.appUrl}/  (acts as ${DEV_SHOP})`,
+    `    Health:           ${running.url}/healthz   Metrics: ${running.url}/metrics`,
+    emulator ? `    Service emulator: ${emulator.url}   (received events: ${emulator.url}/_sandbox/events)` : `    Email service:    ${config.service.baseUrl}`,
+    shop ? `    Simulated shop:   ${shop.url}  (${DEV_SHOP}, installed)` : '',
+    workspace ? `\n  Paste this sandbox API key in the page to connect: ${workspace.apiKey}` : '',
+    '  Then use the Simulate panel on the page to send orders, checkouts and customers.',
+    '',
+  ];
+  process.stdout.write(lines.filter((l) => l !== '').join('\n') + '\n\n');
 }
 
 dev().catch((err: unknown) => {

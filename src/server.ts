@@ -9,7 +9,9 @@ import { applyMigrations } from './db/migrate';
 import { adminRoutes } from './http/admin.routes';
 import { createApp } from './http/app';
 import { authRoutes } from './http/auth.routes';
+import { createDevSessionMinter } from './http/dev-session';
 import { sessionTokenMiddleware } from './http/session-token';
+import { uiRoutes, type UiRoutesDeps } from './http/ui.routes';
 import { webhooksRoute } from './http/webhooks.route';
 import { createLogger, type Logger } from './observability/logger';
 import { Metrics } from './observability/metrics';
@@ -50,8 +52,10 @@ export interface StartOptions {
   now?: () => Date;
   /** Replaces the service client (tests of odd service behaviour). */
   client?: ServiceClient;
-  /** Extra routers mounted after the API (the sandbox dev page). */
+  /** Extra routers mounted after the API. */
   routers?: Router[];
+  /** Sandbox extras for the embedded page (simulate panel, links); ignored in production. */
+  ui?: Omit<UiRoutesDeps, 'config'>;
   workerPollMs?: number;
 }
 
@@ -103,6 +107,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       authRoutes({ shopify, db, tokens, logger }),
       adminRoutes({ auth: sessionTokenMiddleware({ shopify, db, tokens, logger }), connection, activity, settings }),
       ...(opts.routers ?? []),
+      uiRoutes({ config, ...(config.sandbox ? { mintDevSessionToken: createDevSessionMinter(config), ...opts.ui } : {}) }),
     ],
   });
   const server = await new Promise<Server>((resolve, reject) => {

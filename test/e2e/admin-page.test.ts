@@ -2,6 +2,7 @@
 // tests run in order on one page, like a merchant's session: connect, test, recover, configure.
 import fs from 'node:fs';
 import path from 'node:path';
+import { sampleCustomer } from '../../src/sandbox/samples';
 import { API_SECRET } from '../helpers/stack';
 import { DOCS_SCREENSHOT, describeWithChromium, openAdminPage, startE2E, waitForText, type E2E } from './helpers';
 
@@ -165,6 +166,27 @@ describeWithChromium('the embedded admin page, in a real browser against the san
       await page().screenshot({ path: DOCS_SCREENSHOT, fullPage: true, clip: { x: 0, y: 0, width: 1280, height: Math.ceil(box.y + box.height + 16) }, animations: 'disabled', caret: 'hide' });
     }
     expect(fs.statSync(file).size).toBeGreaterThan(10_000);
+  }, SLOW);
+
+  it('pages through the delivery log with Older and Newer', async () => {
+    for (let i = 0; i < 3; i++) await e.stack.webhook('customers/create', sampleCustomer(5000 + i));
+    const all = await e.stack.until(async () => {
+      const res = await e.stack.api('GET', '/api/deliveries?limit=100');
+      return res.body.deliveries.length > 10 ? (res.body.deliveries as Array<{ id: string }>) : null;
+    }, 30_000, 'more than a page of deliveries');
+    const ids = () => page().locator('#delivery-log tbody tr').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.id));
+    await page().click('#refresh-activity');
+    await page().waitForFunction((newest) => document.querySelector<HTMLElement>('#delivery-log tbody tr')?.dataset.id === newest, all[0]!.id);
+    expect(await ids()).toEqual(all.slice(0, 10).map((d) => d.id));
+
+    await page().click('button:has-text("Older")');
+    await page().waitForFunction((first) => document.querySelector<HTMLElement>('#delivery-log tbody tr')?.dataset.id === first, all[10]!.id);
+    expect(await ids()).toEqual(all.slice(10, 20).map((d) => d.id));
+    expect(await page().locator('.pager').textContent()).toMatch(/Page 2/);
+
+    await page().click('button:has-text("Newer")');
+    await page().waitForFunction((newest) => document.querySelector<HTMLElement>('#delivery-log tbody tr')?.dataset.id === newest, all[0]!.id);
+    expect(await page().isDisabled('button:has-text("Newer")')).toBe(true);
   }, SLOW);
 
   it('asks for confirmation before disconnecting, and Cancel keeps the connection', async () => {

@@ -43,7 +43,7 @@ export async function advanceWhenIdle(db: Db, clock: TestClock, ms: number, time
 
 /**
  * Waits for every expected source id at the emulator. Whenever nothing is in flight and nothing
- * is due, the clock jumps to the next queued message's run time, so backoff waits take no real time.
+ * is due, the clock jumps to when everything queued is due, so backoff waits take no real time.
  */
 export async function driveUntilDelivered(
   s: Pick<Stack, 'app' | 'emulator'>,
@@ -58,32 +58,30 @@ export async function driveUntilDelivered(
   for (;;) {
     const acc = account(expected, arrivals(s.emulator.events(), filter));
     if (acc.missing.length === 0 || Date.now() > end) return { ...acc, skippedMs: clock.offsetMs - start };
-    // jump only when the next run time is over a second away: nothing can be claimed (and so
-    // have its lock expire under it) between this check and the jump
-    const target = await nextWake(db, clock.now());
-    if (target !== null && target - clock.now().getTime() > 1000) clock.advance(target - clock.now().getTime() + 5);
+    // jump only when nothing is due within a second: nothing can be claimed (and so have its
+    // lock expire under it) between this check and the jump
+    const target = await skipTarget(db, clock.now());
+    if (target !== null && target > clock.now().getTime()) clock.advance(target - clock.now().getTime() + 5);
     await sleep(100);
   }
 }
 
 /**
- * When the worker will next have something to do, if that is in the future and nothing is in
- * flight now: the earliest queued run time, or for a paused workspace its pause's end. Null
- * when something is in flight or due already (or nothing is queued).
+ * How far to move the clock so that everything queued is due (and every pause over), or null
+ * when that is not safe now: a message is in flight, or one is due within the next second.
  */
-async function nextWake(db: Db, now: Date): Promise<number | null> {
+async function skipTarget(db: Db, now: Date): Promise<number | null> {
   if ((await db.outboxMessage.count({ where: { status: 'delivering' } })) > 0) return null;
   const paused = await db.workspacePacer.findMany({ where: { pausedUntil: { gt: now } }, select: { workspaceId: true, pausedUntil: true } });
   const pausedShops = paused.length
     ? (await db.connection.findMany({ where: { workspaceId: { in: paused.map((p) => p.workspaceId) } }, select: { shopId: true } })).map((c) => c.shopId)
     : [];
-  const free = await db.outboxMessage.findFirst({ where: { status: 'queued', shopId: { notIn: pausedShops } }, orderBy: { runAt: 'asc' }, select: { runAt: true } });
-  if (free && free.runAt <= now) return null;
-  let target = free?.runAt.getTime() ?? Infinity;
-  if (pausedShops.length && (await db.outboxMessage.count({ where: { status: 'queued', shopId: { in: pausedShops } } }))) {
-    target = Math.min(target, ...paused.map((p) => p.pausedUntil!.getTime()));
-  }
-  return Number.isFinite(target) ? target : null;
+  const soon = new Date(now.getTime() + 1000);
+  if (await db.outboxMessage.count({ where: { status: 'queued', shopId: { notIn: pausedShops }, runAt: { lte: soon } } })) return null;
+  const last = await db.outboxMessage.findFirst({ where: { status: 'queued' }, orderBy: { runAt: 'desc' }, select: { runAt: true } });
+  if (!last) return null;
+  const pausedWork = pausedShops.length > 0 && (await db.outboxMessage.count({ where: { status: 'queued', shopId: { in: pausedShops } } })) > 0;
+  return Math.max(last.runAt.getTime(), ...(pausedWork ? paused.map((p) => p.pausedUntil!.getTime()) : []));
 }
 
 /** The most timestamps that fall in any window of `windowMs` (sliding). */
