@@ -9,7 +9,9 @@ import { EVENT_TABLE } from '../../src/mapping';
 import { createLogger } from '../../src/observability/logger';
 import { EVENT_NAMES } from '../../src/settings/settings';
 import { createShopify } from '../../src/shopify/api';
+import { startServer } from '../../src/server';
 import { testConfig } from '../helpers/config';
+import { createTestDatabase } from '../helpers/db';
 
 const productionConfig = (): Config =>
   loadConfig({
@@ -150,5 +152,30 @@ describe('the admin page routes in sandbox mode', () => {
     expect((await request(plain).get('/_dev/session-token')).status).toBe(404);
     expect((await request(plain).post('/_dev/simulate').send({ topic: 'orders/create' })).status).toBe(404);
     expect((await request(plain).get('/')).text).toContain(APP_BRIDGE_SRC);
+  });
+});
+
+describe('the whole server started with a production config', () => {
+  it('serves the App Bridge page and has no /_dev route, whatever the sandbox extras say', async () => {
+    const database = await createTestDatabase();
+    const config = loadConfig({
+      NODE_ENV: 'production', PORT: '0', DATABASE_URL: database.url, WORKER_ENABLED: 'false', LOG_LEVEL: 'error',
+      SHOPIFY_API_KEY: 'prod-client-id', SHOPIFY_API_SECRET: 'prod-client-secret-0123456789',
+      SHOPIFY_APP_URL: 'https://connector.example.com', SERVICE_BASE_URL: 'https://service.example.com', ENCRYPTION_KEY: SANDBOX_DEFAULTS.ENCRYPTION_KEY,
+    });
+    const app = await startServer(config, {
+      logger: createLogger('silent'), host: '127.0.0.1',
+      ui: { mintDevSessionToken: () => 'never', simulate: async () => ({ status: 200 }) },
+    });
+    try {
+      expect((await fetch(`${app.url}/_dev/session-token?shop=demo-store.myshopify.com`)).status).toBe(404);
+      expect((await fetch(`${app.url}/_dev/simulate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"topic":"orders/create"}' })).status).toBe(404);
+      const page = await (await fetch(`${app.url}/?shop=my-shop.myshopify.com`)).text();
+      expect(page).toContain(APP_BRIDGE_SRC);
+      expect(page).toContain('<meta name="app-auth" content="app-bridge">');
+    } finally {
+      await app.close();
+      await database.drop();
+    }
   });
 });

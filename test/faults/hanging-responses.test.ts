@@ -1,0 +1,59 @@
+// Responses that hang past the request timeout (SERVICE_TIMEOUT_MS=1000): a few single hangs,
+// then a 5 s brown-out where every send hangs. Timeouts are retried; nothing is lost.
+import { sampleOrder } from '../../src/sandbox/samples';
+import { testProvider } from '../helpers/db';
+import { startStack, type Stack } from '../helpers/stack';
+import { account, arrivals, driveUntilDelivered, formatCounts, report, sendAll, sleep, statusCounts, testClock, type Delivery } from './support';
+
+describe(`responses that hang past the timeout (${testProvider})`, () => {
+  let s: Stack;
+  afterAll(() => s?.close());
+
+  it('times out hung requests, retries them, and delivers every event once', async () => {
+    const clock = testClock();
+    s = await startStack({ server: { now: clock.now }, env: { SERVICE_TIMEOUT_MS: '1000' } });
+    const ws = await s.connectShop(undefined, { rateLimit: 20 });
+    const ids: string[] = [];
+    const delivery = (n: number): Delivery => {
+      const id = `wh-hang-${n}`;
+      ids.push(id);
+      return { webhookId: id, send: () => s.webhook('orders/create', sampleOrder(n), { webhookId: id }) };
+    };
+
+    // six sends hang for 5 s (the client gives up after 1 s)
+    s.emulator.injectFault({ mode: 'delay', delayMs: 5_000, count: 6, path: '/webhook/send' });
+    await sendAll(Array.from({ length: 60 }, (_, n) => delivery(n)), { concurrency: 8 });
+    await sleep(3_000);
+    // a brown-out: every send hangs for 3 s, for 5 s
+    const brownout = Date.now();
+    s.emulator.injectFault({ mode: 'delay', delayMs: 3_000, forMs: 5_000, path: '/webhook/send' });
+    await sendAll(Array.from({ length: 40 }, (_, n) => delivery(100 + n)), { concurrency: 8 });
+    await sleep(Math.max(0, brownout + 5_000 - Date.now()));
+
+    const acc = await driveUntilDelivered(s, clock, ids, 60_000, (e) => e.workspaceId === ws.workspaceId);
+    await sleep(300);
+    const final = account(ids, arrivals(s.emulator.events({ workspaceId: ws.workspaceId })));
+    const hung = s.emulator.requests().filter((r) => r.fault === 'delay');
+    const timeouts = await s.app.db.deliveryAttempt.count({ where: { outcome: 'retryable', error: { contains: 'time' } } });
+    const longest = await s.app.db.deliveryAttempt.aggregate({ _max: { durationMs: true } });
+    const states = await statusCounts(s, ws.shopId);
+
+    report('responses that hang past the timeout', {
+      'webhooks': ids.length,
+      'hung requests at the emulator (6 single + brown-out)': hung.length,
+      'attempts recorded as timed out': timeouts,
+      'longest recorded attempt (ms, timeout 1000)': longest._max.durationMs ?? 0,
+      'backoff skipped with the clock (s)': Math.round(acc.skippedMs / 1000),
+      'events expected / arrived': `${final.expected} / ${final.arrived}`,
+      'missing': final.missing.length,
+      'duplicates (bound: timed-out requests the service still processed; 0 here)': final.duplicates,
+      'message states': formatCounts(states),
+    });
+    expect(hung.length).toBeGreaterThanOrEqual(6);
+    expect(timeouts).toBeGreaterThanOrEqual(6);
+    expect(longest._max.durationMs ?? 0).toBeLessThan(2_500);
+    expect(final.missing).toEqual([]);
+    expect(final.duplicates).toBe(0);
+    expect(states.dead ?? 0).toBe(0);
+  }, 120_000);
+});

@@ -1,0 +1,20 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { EVENT_TABLE } from '../../src/mapping';
+import { DEFAULT_SCOPES } from '../../src/config';
+
+const toml = fs.readFileSync(path.join(__dirname, '..', '..', 'shopify.app.toml'), 'utf8');
+
+describe('shopify.app.toml', () => {
+  it('subscribes every forwarded topic, app/uninstalled, and the three compliance topics, all at /webhooks', () => {
+    for (const topic of [...Object.keys(EVENT_TABLE), 'app/uninstalled']) expect(toml).toContain(`"${topic}"`);
+    expect(toml).toMatch(/compliance_topics = \["customers\/data_request", "customers\/redact", "shop\/redact"\]/);
+    expect(toml.match(/uri = "\/webhooks"/g)).toHaveLength(2);
+  });
+
+  it('is embedded, on API version 2026-10, with the scopes the app defaults to', () => {
+    expect(toml).toMatch(/^embedded = true$/m);
+    expect(toml).toMatch(/^api_version = "2026-10"$/m);
+    expect(toml).toContain(`scopes = "${DEFAULT_SCOPES}"`);
+  });
+});
