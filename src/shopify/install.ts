@@ -37,6 +37,14 @@ export async function recordInstall(deps: InstallDeps, session: Session): Promis
   };
   if (existing) {
     await deps.db.shop.update({ where: { domain }, data: revive });
+    if (existing.uninstalledAt) {
+      // reinstalled before shop/redact: what the uninstall held can go out again
+      const resumed = await deps.db.outboxMessage.updateMany({
+        where: { shopId: existing.id, status: 'held', heldReason: 'uninstalled' },
+        data: { status: 'queued', heldReason: null, runAt: new Date() },
+      });
+      deps.logger.info({ shop: domain, resumed: resumed.count }, 'shop reinstalled');
+    }
     return { id: existing.id, domain };
   }
   try {
