@@ -1,7 +1,7 @@
 // The historical import, assembled: the Shopify bulk source, the runner, the use cases and the
 // /api/backfill router. server.ts calls createBackfill once; tests build it the same way.
 import type { RequestHandler, Router } from 'express';
-import type { Db } from '../db/client';
+import type { Db, DbProvider } from '../db/client';
 import { backfillRoutes } from '../http/backfill.routes';
 import type { Logger } from '../observability/logger';
 import type { ShopifyApi } from '../shopify/api';
@@ -16,6 +16,8 @@ export { KINDS, type Kind } from './progress';
 
 export interface BackfillModuleDeps {
   db: Db;
+  /** config.dbProvider */
+  provider: DbProvider;
   logger: Logger;
   shopify: ShopifyApi;
   tokens: OfflineTokens;
@@ -27,7 +29,7 @@ export interface BackfillModuleDeps {
   /** The worker's nudge. */
   onEnqueued?: (shopId: string) => void;
   /** Tuning (poll intervals, lease, batch size, queue window). */
-  runner?: Omit<Partial<BackfillRunnerDeps>, 'db' | 'source' | 'logger' | 'now' | 'onEnqueued'>;
+  runner?: Omit<Partial<BackfillRunnerDeps>, 'db' | 'provider' | 'source' | 'logger' | 'now' | 'onEnqueued'>;
   /** Replaces Shopify (tests of odd Shopify behaviour). */
   source?: BulkSource;
 }
@@ -43,7 +45,7 @@ export interface BackfillModule {
 
 export function createBackfill(deps: BackfillModuleDeps): BackfillModule {
   const source = deps.source ?? createShopifyBulkSource({ shopify: deps.shopify, tokens: deps.tokens, logger: deps.logger, adminOrigin: deps.adminOrigin, production: deps.production });
-  const runner = new BackfillRunner({ ...deps.runner, db: deps.db, source, logger: deps.logger, now: deps.now, onEnqueued: deps.onEnqueued });
+  const runner = new BackfillRunner({ ...deps.runner, db: deps.db, provider: deps.provider, source, logger: deps.logger, now: deps.now, onEnqueued: deps.onEnqueued });
   const useCases = createBackfillUseCases({ db: deps.db, now: deps.now, wake: () => runner.wake() });
   return {
     runner,

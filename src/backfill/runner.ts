@@ -7,7 +7,7 @@
 // store at once and a cancel has little to remove.
 import { randomUUID } from 'node:crypto';
 import type { Backfill } from '@prisma/client';
-import type { Db } from '../db/client';
+import type { Db, DbProvider } from '../db/client';
 import { isLineItem, mapImportedCustomer, mapImportedOrder, type ImportContext } from '../mapping/imports';
 import type { NewMessage } from '../mapping';
 import type { Logger } from '../observability/logger';
@@ -18,6 +18,7 @@ import { BackfillStore, type ShopState } from './store';
 
 export interface BackfillRunnerDeps {
   db: Db;
+  provider: DbProvider;
   source: BulkSource;
   logger: Logger;
   now?: () => Date;
@@ -72,6 +73,10 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** Lets timers and sockets run: a stream already buffered, and a synchronous SQLite driver, would otherwise keep the event loop in one long microtask chain. */
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+const YIELD_EVERY_LINES = 200;
+
 function transient(err: unknown): boolean {
   if (err instanceof BulkSourceError) return err.kind === 'retryable' || err.kind === 'busy';
   if (err instanceof Stop || err instanceof Fatal || err instanceof InvalidLineError || err instanceof LineTooLongError) return false;
@@ -100,7 +105,7 @@ export class BackfillRunner {
   constructor(private readonly deps: BackfillRunnerDeps) {
     this.runnerId = deps.runnerId ?? `b-${randomUUID().slice(0, 8)}`;
     this.now = deps.now ?? (() => new Date());
-    this.store = new BackfillStore(deps.db, this.now, this.runnerId, this.leaseMs);
+    this.store = new BackfillStore(deps.db, deps.provider, this.now, this.runnerId, this.leaseMs);
   }
 
   private get leaseMs(): number {
@@ -465,6 +470,7 @@ class Job {
       else batch.messages.push(r.message);
     };
     for await (const line of lines) {
+      if (line.number % YIELD_EVERY_LINES === 0) await yieldToLoop();
       last = { line: line.number, byte: line.end + 1 };
       const done = grouper.push(line);
       if (done) add(done);
@@ -498,6 +504,7 @@ class Job {
     if (!result) throw new Stop('fence');
     this.progress = result.progress;
     if (result.inserted > 0) this.deps.onEnqueued?.(this.b.shopId);
+    await yieldToLoop();
   }
 
   /** Waits while the shop's historical queue is full, or its key is refused; fails when it cannot deliver at all. */

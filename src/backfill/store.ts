@@ -4,10 +4,10 @@
 // backfill was cancelled or erased, can no longer write anything. The fence comes first in
 // the batch transaction, so on PostgreSQL it also locks the row against a concurrent cancel.
 import type { Backfill, Prisma } from '@prisma/client';
-import type { Db } from '../db/client';
+import type { Db, DbProvider } from '../db/client';
 import type { NewMessage } from '../mapping';
 import { parseStoredSettings, type Settings } from '../settings/settings';
-import { insertNew } from '../use-cases/store-messages';
+import { insertIgnoringExisting } from './insert';
 import { totals, type Kind, type Progress } from './progress';
 
 export { ACTIVE_STATES } from './progress';
@@ -33,6 +33,7 @@ export interface CommitInput {
 export class BackfillStore {
   constructor(
     private readonly db: Db,
+    private readonly provider: DbProvider,
     private readonly now: () => Date,
     private readonly runnerId: string,
     private readonly leaseMs: number,
@@ -104,7 +105,7 @@ export class BackfillStore {
           const sent = new Set(live.map((l) => l.orderId));
           fresh = messages.filter((m) => !m.orderId || !sent.has(m.orderId));
         }
-        const inserted = await insertNew(tx, fresh, { shopId: backfill.shopId, status: 'queued', heldReason: null, lane: 1, backfillId: backfill.id });
+        const inserted = await insertIgnoringExisting(tx, this.provider, fresh, { shopId: backfill.shopId, status: 'queued', heldReason: null, lane: 1, backfillId: backfill.id }, this.now());
         const progress = input.progress(inserted, messages.length - fresh.length);
         const t = totals(progress, input.kinds);
         await tx.backfill.update({

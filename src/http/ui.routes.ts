@@ -107,7 +107,8 @@ export function uiRoutes(deps: UiRoutesDeps): Router {
   r.get('/ui/catalog.json', (_req, res) => {
     res.set('Cache-Control', 'no-cache').type('application/json').send(catalog);
   });
-  r.use('/ui', express.static(path.join(uiDir, 'public'), { index: false, maxAge: config.production ? '1h' : 0, setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff') }));
+  // maxAge 0: revalidated by ETag on every load, so a deploy never mixes two versions' modules
+  r.use('/ui', express.static(path.join(uiDir, 'public'), { index: false, maxAge: 0, setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff') }));
   r.use('/ui', (_req, res) => sendError(res, 404, 'not_found', 'No such file'));
 
   if (devMode) {

@@ -170,9 +170,9 @@ describeWithChromium('the embedded admin page, in a real browser against the san
 
   it('pages through the delivery log with Older and Newer', async () => {
     for (let i = 0; i < 3; i++) await e.stack.webhook('customers/create', sampleCustomer(5000 + i));
-    const all = await e.stack.until(async () => {
+    const all: Array<{ id: string }> = await e.stack.until(async () => {
       const res = await e.stack.api('GET', '/api/deliveries?limit=100');
-      return res.body.deliveries.length > 10 ? (res.body.deliveries as Array<{ id: string }>) : null;
+      return res.body.deliveries.length > 10 ? res.body.deliveries : null;
     }, 30_000, 'more than a page of deliveries');
     const ids = () => page().locator('#delivery-log tbody tr').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.id));
     await page().click('#refresh-activity');
@@ -197,6 +197,22 @@ describeWithChromium('the embedded admin page, in a real browser against the san
     await page().keyboard.press('Escape');
     await dialog.waitFor({ state: 'hidden' });
     expect((await e.stack.api('GET', '/api/connection')).body.status).toBe('connected');
+  }, SLOW);
+
+  it('disconnects after confirmation: Not connected, and what is queued is held', async () => {
+    await page().click('#connection-card button:has-text("Disconnect")');
+    await page().locator('#disconnect-dialog').waitFor({ state: 'visible' });
+    await page().click('#disconnect-dialog button[value="confirm"]');
+    await waitForText(page().locator('#connection-status'), /Not connected/);
+    await waitForText(page().locator('#live'), /Disconnected/);
+    expect(await page().evaluate(() => document.activeElement?.id)).toBe('api-key');
+    expect((await e.stack.api('GET', '/api/connection')).body.status).toBe('disconnected');
+    // the scheduled abandonment event is held until a key is connected again
+    await page().selectOption('#delivery-status', 'held');
+    await row('checkout_abandoned', 'held').waitFor();
+    expect(await row('checkout_abandoned', 'held').locator('.result').textContent()).toMatch(/disconnected/);
+    await waitForText(page().locator('#lists-card'), /Connect a valid API key/);
+    await e.screenshot('10-disconnected-held');
   }, SLOW);
 
   it('gives every control an accessible name and has no uncaught script errors', async () => {

@@ -64,7 +64,7 @@ describeWithChromium('the embedded page in production mode (App Bridge tokens)',
     // (this stack's server runs a sandbox config; that a production server has no /_dev routes
     // at all is checked in ui-routes.test.ts)
     expect(paths.filter((p) => p.startsWith('/_dev/'))).toEqual([]);
-    await page.screenshot({ path: `${__dirname}/screenshots/10-production-app-bridge.png`, fullPage: false });
+    await page.screenshot({ path: `${__dirname}/screenshots/11-production-app-bridge.png`, fullPage: false });
     await context.close();
   }, SLOW);
 

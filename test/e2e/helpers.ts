@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { createDevSessionMinter } from '../../src/http/dev-session';
-import { uiRoutes } from '../../src/http/ui.routes';
+import type { UiRoutesDeps } from '../../src/http/ui.routes';
 import { sampleCheckout, sampleCustomer, sampleOrder } from '../../src/sandbox/samples';
 import { testConfig } from '../helpers/config';
 import { API_KEY, API_SECRET, DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';
@@ -71,18 +71,20 @@ export interface E2E {
 export async function startE2E(): Promise<E2E> {
   let stack: Stack | undefined;
   let n = 1000;
-  const uiConfig = testConfig('file:./unused-by-the-page.db', { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET });
-  const ui = uiRoutes({
-    config: uiConfig,
-    mintDevSessionToken: createDevSessionMinter(uiConfig),
+  // The page as the composition root mounts it in sandbox mode, plus a Simulate panel wired to
+  // this stack's fake shop (as dev.ts does). The minter is passed explicitly so the suite does
+  // not depend on whether server.ts supplies one by default.
+  const sameKeys = testConfig('file:./unused-by-the-page.db', { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET });
+  const ui: Omit<UiRoutesDeps, 'config'> = {
+    mintDevSessionToken: createDevSessionMinter(sameKeys),
     simulate: async (topic, shop) => {
       if (!stack) throw new Error('the stack is not started yet');
       return stack.webhook(topic, samplePayload(topic, ++n), { domain: shop });
     },
     simulateTopics: SIMULATE_TOPICS,
     devShop: DEFAULT_SHOP,
-  });
-  stack = await startStack({ server: { routers: [ui] } });
+  };
+  stack = await startStack({ server: { ui } });
   const browser = await launchChromium().catch(async (err: unknown) => {
     await stack!.close();
     throw err;

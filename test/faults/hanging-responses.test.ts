@@ -34,7 +34,7 @@ describe(`responses that hang past the timeout (${testProvider})`, () => {
     await sleep(300);
     const final = account(ids, arrivals(s.emulator.events({ workspaceId: ws.workspaceId })));
     const hung = s.emulator.requests().filter((r) => r.fault === 'delay');
-    const timeouts = await s.app.db.deliveryAttempt.count({ where: { outcome: 'retryable', error: { contains: 'time' } } });
+    const timeouts = await s.app.db.deliveryAttempt.count({ where: { outcome: 'retryable', error: { contains: 'did not answer within' } } });
     const longest = await s.app.db.deliveryAttempt.aggregate({ _max: { durationMs: true } });
     const states = await statusCounts(s, ws.shopId);
 

@@ -1,6 +1,10 @@
 // Shared pieces of the fault suite: a clock tests can move forward, a Shopify-like sender that
 // retries every non-200 (as Shopify does), and the loss / duplicate accounting every test prints.
 import type { Db } from '../../src/db/client';
+import { mapWebhook } from '../../src/mapping';
+import { sampleOrder } from '../../src/sandbox/samples';
+import { DEFAULT_SETTINGS } from '../../src/settings/settings';
+import { toRow } from '../../src/use-cases/store-messages';
 import type { ReceivedEvent } from '../../src/sandbox/service-emulator';
 import type { Stack } from '../helpers/stack';
 
@@ -204,4 +208,18 @@ export async function statusCounts(stack: Pick<Stack, 'app'>, shopId?: string): 
 
 export function formatCounts(c: Record<string, number>): string {
   return Object.entries(c).map(([k, v]) => `${k}=${v}`).join(' ') || '(none)';
+}
+
+/**
+ * Queues one order_placed message per webhook id straight into the outbox, exactly as the intake
+ * would map and store orders/create (for tests about draining, not about intake).
+ */
+export async function queueOrders(db: Db, shop: { id: string; domain: string }, ids: string[], now = new Date()): Promise<void> {
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows = ids.slice(i, i + 500).flatMap((webhookId, k) =>
+      mapWebhook({ topic: 'orders/create', payload: sampleOrder(i + k), webhookId, shopDomain: shop.domain, receivedAt: now, settings: DEFAULT_SETTINGS })
+        .messages.map((m) => toRow(m, { shopId: shop.id, status: 'queued', heldReason: null })),
+    );
+    await db.outboxMessage.createMany({ data: rows });
+  }
 }

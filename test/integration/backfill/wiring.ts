@@ -27,7 +27,7 @@ export function attachBackfill(config: Config, app: RunningServer, logger: Logge
   const sessions = createSessionStore(db, { encrypt: (p, c) => secrets.encrypt(p, c), decrypt: (s, c) => secrets.decrypt(s, c), logger });
   const tokens = createOfflineTokens({ shopify, db, sessions, logger });
   const module = createBackfill({
-    db, logger, shopify, tokens, production: config.production, adminOrigin: config.shopify.adminOrigin,
+    db, provider: config.dbProvider, logger, shopify, tokens, production: config.production, adminOrigin: config.shopify.adminOrigin,
     onEnqueued: (shopId) => app.worker.nudge(shopId),
     runner,
   });
