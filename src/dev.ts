@@ -1,5 +1,6 @@
 // `npm run dev`: the connector on embedded SQLite in sandbox mode, with the bundled service
 // emulator and a simulated shop, so a newcomer sees it work with no accounts.
+import { createDevSessionMinter } from './http/dev-session';
 import { configOrExit, handleSignals } from './main';
 import { startFakeShop } from './sandbox/fake-shop';
 import { sampleCheckout, sampleCustomer, sampleOrder } from './sandbox/samples';
@@ -49,6 +50,7 @@ async function dev(): Promise<void> {
 
   const running = await startServer(config, {
     ui: {
+      mintDevSessionToken: createDevSessionMinter(config),
       devShop: DEV_SHOP,
       simulate: shop ? (topic, domain) => shop.sendWebhook(`http://127.0.0.1:${config.port}`, { topic, shopDomain: domain, payload: samplePayload(topic, (n += 1)) }) : undefined,
       sandboxLinks: emulator ? [{ label: 'Events received by the service emulator', href: `${emulator.url}/_sandbox/events` }] : [],

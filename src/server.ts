@@ -9,7 +9,6 @@ import { applyMigrations } from './db/migrate';
 import { adminRoutes } from './http/admin.routes';
 import { createApp } from './http/app';
 import { authRoutes } from './http/auth.routes';
-import { createDevSessionMinter } from './http/dev-session';
 import { sessionTokenMiddleware } from './http/session-token';
 import { uiRoutes, type UiRoutesDeps } from './http/ui.routes';
 import { webhooksRoute } from './http/webhooks.route';
@@ -107,7 +106,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       authRoutes({ shopify, db, tokens, logger }),
       adminRoutes({ auth: sessionTokenMiddleware({ shopify, db, tokens, logger }), connection, activity, settings }),
       ...(opts.routers ?? []),
-      uiRoutes({ config, ...(config.sandbox ? { mintDevSessionToken: createDevSessionMinter(config), ...opts.ui } : {}) }),
+      // dev session tokens only where npm run dev (or a test) asks for them, never by default
+      uiRoutes({ config, ...(config.sandbox ? opts.ui : {}) }),
     ],
   });
   const server = await new Promise<Server>((resolve, reject) => {

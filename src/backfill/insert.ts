@@ -1,6 +1,6 @@
 // Bulk insert of imported messages: multi-row INSERT ... ON CONFLICT (shopId, sourceId) DO
 // NOTHING, on both providers. The unique key does the dedupe (a re-run inserts nothing), and
-// one statement per hundred rows is several times cheaper than createMany's row-by-row work
+// one statement per fifty rows is several times cheaper than createMany's row-by-row work
 // through the driver adapter. Rows come from the shared toRow, so columns cannot drift.
 import { Prisma } from '@prisma/client';
 import type { DbProvider } from '../db/client';
@@ -10,7 +10,7 @@ import { toRow, type StoreOptions } from '../use-cases/store-messages';
 
 type Tx = Prisma.TransactionClient;
 
-const ROWS_PER_STATEMENT = 100;
+const ROWS_PER_STATEMENT = 50;
 
 /** Inserts the messages whose (shop, sourceId) is new; returns how many were inserted. */
 export async function insertIgnoringExisting(tx: Tx, provider: DbProvider, messages: NewMessage[], opts: StoreOptions, now: Date): Promise<number> {
@@ -32,6 +32,8 @@ export async function insertIgnoringExisting(tx: Tx, provider: DbProvider, messa
       ON CONFLICT ("shopId", "sourceId") DO NOTHING
       RETURNING "id"`);
     inserted += rows.length;
+    // a synchronous driver (better-sqlite3) would otherwise hold the event loop for the whole batch
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
   return inserted;
 }

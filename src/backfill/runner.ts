@@ -75,7 +75,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 /** Lets timers and sockets run: a stream already buffered, and a synchronous SQLite driver, would otherwise keep the event loop in one long microtask chain. */
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
-const YIELD_EVERY_LINES = 200;
+const YIELD_EVERY_LINES = 100;
 
 function transient(err: unknown): boolean {
   if (err instanceof BulkSourceError) return err.kind === 'retryable' || err.kind === 'busy';
@@ -488,6 +488,7 @@ class Job {
 
   private async commit(kind: Kind, batch: Batch, at: { line: number; byte: number }): Promise<void> {
     await this.waitForRoom(batch.messages.length);
+    const started = Date.now();
     const base = this.progress;
     const result = await this.store.commit({
       backfill: this.b,
@@ -504,7 +505,9 @@ class Job {
     if (!result) throw new Stop('fence');
     this.progress = result.progress;
     if (result.inserted > 0) this.deps.onEnqueued?.(this.b.shopId);
-    await yieldToLoop();
+    // at most half the process's time: reading is far faster than the paced sending anyway,
+    // and live intake and delivery share this event loop (and, on SQLite, the one writer)
+    await sleep(Math.min(1_000, Date.now() - started), this.signal);
   }
 
   /** Waits while the shop's historical queue is full, or its key is refused; fails when it cannot deliver at all. */

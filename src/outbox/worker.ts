@@ -175,14 +175,17 @@ export class DeliveryWorker {
     }
   }
 
-  /** The connection's "last successful delivery", written at most once a second per shop. */
+  /**
+   * The connection's "last successful delivery", written at most once a second per shop. A
+   * success also clears the last error, so the page does not show a problem that is over.
+   */
   private readonly lastDelivered = new Map<string, number>();
   private noteDelivered(shopId: string, at: Date): void {
     const prev = this.lastDelivered.get(shopId) ?? 0;
     if (at.getTime() - prev < 1000) return;
     this.lastDelivered.set(shopId, at.getTime());
     this.deps.db.connection
-      .updateMany({ where: { shopId }, data: { lastDeliveredAt: at } })
+      .updateMany({ where: { shopId }, data: { lastDeliveredAt: at, lastError: null, lastErrorAt: null } })
       .catch((err: unknown) => this.deps.logger.warn({ shopId, err: (err as Error).message }, 'could not record the last delivery time'));
   }
 

@@ -62,6 +62,18 @@ describeWithChromium('the embedded admin page, in a real browser against the san
     await waitForText(error, /Enter the API key/);
   }, SLOW);
 
+  it('explains a service outage while connecting, and changes nothing', async () => {
+    e.stack.emulator.injectFault({ mode: 'status500', forMs: 60_000, path: '/webhook/api_key/validate' });
+    try {
+      await page().fill('#api-key', serviceKey);
+      await page().click('#connection-card button[type="submit"]');
+      await waitForText(page().locator('#api-key-error'), /could not be reached.*Nothing was changed/);
+      expect((await e.stack.api('GET', '/api/connection')).body.status).toBe('disconnected');
+    } finally {
+      e.stack.emulator.clearFaults();
+    }
+  }, SLOW);
+
   it('connects with the right key: Connected, with the workspace name, lists and custom fields', async () => {
     await page().fill('#api-key', serviceKey);
     await page().click('#connection-card button[type="submit"]');

@@ -29,6 +29,7 @@ export function describeWithChromium(name: string, fn: () => void): void {
     describe(name, fn);
     return;
   }
+  process.stderr.write(`e2e: skipping "${name}": ${CHROMIUM_PATH} is missing (bash scripts/ensure-chromium.sh installs it)\n`);
   describe(name, () => {
     it.skip(`skipped: ${CHROMIUM_PATH} is missing (install it with: bash scripts/ensure-chromium.sh)`, () => undefined);
   });

@@ -1,6 +1,6 @@
 // Sandbox only: buttons that make the simulated shop send a signed sample webhook, so the whole
 // pipeline can be watched from this page without a real store.
-import { announce, busy, h, render, slot } from '../dom.js';
+import { busy, h, render, slot } from '../dom.js';
 
 export function mountSimulate(card, ctx) {
   const { bus, sandbox, shop } = ctx;
@@ -18,8 +18,7 @@ export function mountSimulate(card, ctx) {
       } catch {
         text = `The ${topic} webhook was not sent: the app could not be reached.`;
       }
-      result.textContent = text;
-      announce(text);
+      result.textContent = text; // a status region: read out without a separate announcement
       bus.emit('deliveries');
     });
   }

@@ -1,7 +1,7 @@
 // "Send test event": queues a connector_test event through the whole pipeline and reports the
 // delivery's result when it lands (polling GET /api/deliveries/:id).
 import { watchDelivery } from '../api.js';
-import { announce, badge, busy, formatMs, h, render, setFieldError } from '../dom.js';
+import { badge, busy, formatMs, h, render, setFieldError } from '../dom.js';
 
 export function mountTestEvent(container, ctx) {
   const { api, bus } = ctx;
@@ -11,6 +11,7 @@ export function mountTestEvent(container, ctx) {
   });
   const error = h('p', { id: 'test-email-error', class: 'field-error', role: 'alert', hidden: true });
   const send = h('button', { class: 'button button--primary', type: 'submit', id: 'send-test-event' }, 'Send test event');
+  // its own live region: progress and the final result are read out as they change
   const result = h('div', { id: 'test-event-result', class: 'test-result', role: 'status', 'aria-live': 'polite' });
   email.addEventListener('input', () => setFieldError(email, error, null));
 
@@ -40,7 +41,6 @@ export function mountTestEvent(container, ctx) {
         id = (await api.testEvent(address || undefined)).delivery_id;
       } catch (err) {
         say('dead', err.code === 'not_connected' ? 'Connect an API key before sending a test event.' : err.message);
-        announce(`The test event could not be sent: ${err.message}`);
       }
     });
     if (!id) return;
@@ -59,7 +59,6 @@ export function mountTestEvent(container, ctx) {
     else if (final?.status === 'error') text = `Could not follow test event #${id}: ${final.last_error}`;
     else text = `Test event #${id} is still ${final?.status ?? 'queued'}${final?.last_error ? ` (last error: ${final.last_error})` : ''}; it will be retried. Check the delivery log.`;
     say(final?.status === 'error' ? 'dead' : final?.status ?? 'queued', text);
-    announce(text);
     bus.emit('deliveries');
   }
 }
