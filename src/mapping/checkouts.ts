@@ -1,6 +1,6 @@
 // checkouts/create and checkouts/update → checkout_started and the delayed checkout_abandoned.
 import { assemble, ignored, type Draft } from './build';
-import { contactProperties, customerFor, pickEmail } from './contact';
+import { customerFor, pickEmail, purchaseContact } from './contact';
 import { lineItems } from './items';
 import { firstIso, id, money, obj, str, type Obj } from './read';
 import type { MapInput, MapOutput } from './types';
@@ -43,14 +43,7 @@ export function mapCheckout(input: MapInput): MapOutput {
     return { ...ignored('checkout completed', customerId), cancelAbandoned: { checkoutToken: token, email } };
   }
   const customer = customerFor(email, rawCustomer);
-  const contact = contactProperties(
-    {
-      customer,
-      nameFallback: obj(checkout.billing_address),
-      addresses: [obj(customer?.default_address), obj(checkout.shipping_address), obj(checkout.billing_address)],
-    },
-    input.settings,
-  );
+  const contact = purchaseContact(checkout, customer, input.settings);
   const attributes = checkoutAttributes(checkout);
   const runAt = abandonAt(checkout, input);
   const drafts: Draft[] = [

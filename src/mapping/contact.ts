@@ -69,6 +69,21 @@ export function contactProperties(src: ContactSource, settings: Settings): Recor
 }
 
 /**
+ * Contact properties from an order or a checkout: the customer first, the billing name and the
+ * default, shipping and billing addresses as fallbacks.
+ */
+export function purchaseContact(purchase: Obj, customer: Obj | null, settings: Settings): Record<string, unknown> {
+  return contactProperties(
+    {
+      customer,
+      nameFallback: obj(purchase.billing_address),
+      addresses: [obj(customer?.default_address), obj(purchase.shipping_address), obj(purchase.billing_address)],
+    },
+    settings,
+  );
+}
+
+/**
  * The customer object of an order or checkout describes the contact only if it is the same
  * person the email belongs to: an order may be placed with another email than the account's.
  */

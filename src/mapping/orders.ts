@@ -1,7 +1,7 @@
 // orders/create, orders/paid, orders/fulfilled, orders/cancelled.
 import type { EventName } from '../settings/settings';
 import { assemble, ignored, type Draft, type Subject } from './build';
-import { contactProperties, customerFor, pickEmail } from './contact';
+import { customerFor, pickEmail, purchaseContact } from './contact';
 import { lineItems } from './items';
 import { arr, firstIso, id, int, money, obj, objs, str, type Obj } from './read';
 import type { MapInput, MapOutput } from './types';
@@ -10,14 +10,7 @@ function subjectOf(order: Obj, input: MapInput): Subject {
   const rawCustomer = obj(order.customer);
   const email = pickEmail(order.email, rawCustomer?.email, order.contact_email);
   const customer = customerFor(email, rawCustomer);
-  const contact = contactProperties(
-    {
-      customer,
-      nameFallback: obj(order.billing_address),
-      addresses: [obj(customer?.default_address), obj(order.shipping_address), obj(order.billing_address)],
-    },
-    input.settings,
-  );
+  const contact = purchaseContact(order, customer, input.settings);
   return {
     email,
     noEmail: 'no email on the order',
