@@ -2,6 +2,7 @@
 // delivery worker. main.ts and dev.ts call this; so do process-level tests.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import { createBackfill, type BackfillModule, type BackfillRunnerDeps } from './backfill';
 import type { Config } from './config';
 import { createSecretBox } from './crypto/secret-box';
 import { createDb, type Db } from './db/client';
@@ -37,6 +38,7 @@ export interface RunningServer {
   logger: Logger;
   server: Server;
   worker: DeliveryWorker;
+  backfill: BackfillModule;
   /** The periodic key check, run on demand (the app runs it every minute). */
   checkKeys(): Promise<{ checked: number; invalid: number }>;
   /** Graceful: stop accepting, finish in-flight requests and deliveries, close the database. */
@@ -56,6 +58,8 @@ export interface StartOptions {
   /** Sandbox extras for the embedded page (simulate panel, links); ignored in production. */
   ui?: Omit<UiRoutesDeps, 'config'>;
   workerPollMs?: number;
+  /** Timings of the historical-import runner, for tests. */
+  backfillRunner?: Partial<BackfillRunnerDeps>;
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
@@ -86,7 +90,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const sessions = createSessionStore(db, { encrypt: (p, c) => secrets.encrypt(p, c), decrypt: (s, c) => secrets.decrypt(s, c), logger });
   const tokens = createOfflineTokens({ shopify, db, sessions, logger });
   const gdpr = createGdpr({ db, logger, repo, now, onEnqueued: nudge });
-  const ingest = createIngestWebhook({ db, logger, metrics, gdpr, now, onEnqueued: nudge });
+  const backfill = createBackfill({
+    db, provider: config.dbProvider, logger, shopify, tokens, now,
+    production: config.production, adminOrigin: config.shopify.adminOrigin,
+    onEnqueued: nudge, runner: opts.backfillRunner,
+  });
+  const ingest = createIngestWebhook({ db, logger, metrics, gdpr, now, onEnqueued: nudge, onBulkOperationFinish: backfill.onBulkOperationFinish });
   const connection = createConnectionUseCases({
     db, client, secrets, repo, pacer, logger, now, onResumed: nudge,
     shopIdentity: async (domain) => {
@@ -97,6 +106,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const activity = createActivity({ db, provider: config.dbProvider, repo, now, onEnqueued: nudge });
   const settings = createSettingsUseCases(db);
 
+  const auth = sessionTokenMiddleware({ shopify, db, tokens, logger });
   let shuttingDown = false;
   const app = createApp({
     db, logger, metrics,
@@ -104,7 +114,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     rawRouters: [webhooksRoute({ apiSecret: config.shopify.apiSecret, ingest, logger, metrics })],
     routers: [
       authRoutes({ shopify, db, tokens, logger }),
-      adminRoutes({ auth: sessionTokenMiddleware({ shopify, db, tokens, logger }), connection, activity, settings }),
+      adminRoutes({ auth, connection, activity, settings }),
+      backfill.router(auth),
       ...(opts.routers ?? []),
       // dev session tokens only where npm run dev (or a test) asks for them, never by default
       uiRoutes({ config, ...(config.sandbox ? opts.ui : {}) }),
@@ -118,7 +129,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const port = (server.address() as AddressInfo).port;
   const url = `http://127.0.0.1:${port}`;
 
-  if (config.workerEnabled) worker.start();
+  if (config.workerEnabled) {
+    worker.start();
+    backfill.runner.start();
+  }
   // the periodic key check: at most hourly per shop, a few shops per tick
   const keyCheck = setInterval(() => {
     connection.checkKeys().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'periodic key check failed'));
@@ -135,11 +149,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-      await Promise.all([httpClosed, worker.stop()]);
+      await Promise.all([httpClosed, worker.stop(), backfill.runner.stop()]);
       await client.close();
       await db.$disconnect();
       logger.info('connector stopped');
     })());
 
-  return { url, port, db, logger, server, worker, close, checkKeys: () => connection.checkKeys() };
+  return { url, port, db, logger, server, worker, backfill, close, checkKeys: () => connection.checkKeys() };
 }

@@ -42,7 +42,10 @@ export function isForwardedTopic(topic: string): topic is ForwardedTopic {
 /** Accepts 'orders/create' as well as the library's 'ORDERS_CREATE'. */
 export function normalizeTopic(topic: string): string {
   const t = topic.trim().toLowerCase();
-  return t.includes('/') ? t : t.replace('_', '/');
+  if (t.includes('/')) return t;
+  // the library's form: ORDERS_CREATE, BULK_OPERATIONS_FINISH (the first word is the resource)
+  const known = ['bulk_operations', 'app', 'shop', 'customers', 'orders', 'refunds', 'checkouts'].find((r) => t.startsWith(`${r}_`));
+  return known ? `${known}/${t.slice(known.length + 1)}` : t.replace('_', '/');
 }
 
 /**

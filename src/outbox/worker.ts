@@ -141,7 +141,8 @@ export class DeliveryWorker {
         }
         if (await pacer.pausedUntil(ctx.workspaceId)) return;
         const limit = (await pacer.currentLimit(ctx.workspaceId)) ?? 10;
-        const batchSize = Math.max(1, Math.min(this.deps.batchSize ?? 50, limit));
+        // a quarter second of the limit per claim: a live event never waits behind much history
+        const batchSize = Math.max(1, Math.min(this.deps.batchSize ?? 50, Math.ceil(limit / 4)));
         // never more than about two seconds of requests outstanding
         while (inFlight.size > 2 * limit) await Promise.race(inFlight);
         const lockMs = Math.ceil(((batchSize + 1) * 1000) / limit) + (this.deps.requestTimeoutMs ?? 10_000) + 5_000;
@@ -217,7 +218,8 @@ export class DeliveryWorker {
     const scrub = msg.kind === 'contact_delete';
     if (result.kind === 'ok') {
       await repo.markDelivered(msg, this.workerId, finishedAt, attempt, scrub);
-      metrics.deliveryLatency.observe(Math.max(0, finishedAt.getTime() - msg.dueAt.getTime()) / 1000);
+      // live events only: an import's backlog is not latency
+      if (msg.lane === 0) metrics.deliveryLatency.observe(Math.max(0, finishedAt.getTime() - msg.dueAt.getTime()) / 1000);
       this.noteDelivered(shopId, finishedAt);
       return 'continue';
     }

@@ -58,7 +58,7 @@ export function createActivity(deps: ActivityDeps) {
   async function percentile(shopId: string, since: Date, total: number, q: number): Promise<number | null> {
     if (total === 0) return null;
     const rows = await db.outboxMessage.findMany({
-      where: { shopId, status: 'delivered', deliveredAt: { gte: since }, latencyMs: { not: null } },
+      where: { shopId, status: 'delivered', lane: 0, deliveredAt: { gte: since }, latencyMs: { not: null } },
       orderBy: { latencyMs: 'asc' },
       skip: Math.min(total - 1, Math.floor(q * total)),
       take: 1,
@@ -119,7 +119,9 @@ export function createActivity(deps: ActivityDeps) {
         db.outboxMessage.findFirst({ where: { shopId, status: 'queued', runAt: { lte: t } }, orderBy: { runAt: 'asc' }, select: { runAt: true } }),
       ]);
       const count = (s: string) => byStatus.find((b) => b.status === s)?._count._all ?? 0;
-      const [p50, p95] = await Promise.all([percentile(shopId, since, delivered24h, 0.5), percentile(shopId, since, delivered24h, 0.95)]);
+      // latency of live events only: an import's backlog would read as minutes of "latency"
+      const live24h = await db.outboxMessage.count({ where: { shopId, status: 'delivered', lane: 0, deliveredAt: { gte: since }, latencyMs: { not: null } } });
+      const [p50, p95] = await Promise.all([percentile(shopId, since, live24h, 0.5), percentile(shopId, since, live24h, 0.95)]);
       const hourExpr = Prisma.raw(deps.provider === 'postgres' ? `(EXTRACT(EPOCH FROM "deliveredAt") * 1000)::bigint / 3600000` : `"deliveredAt" / 3600000`);
       const hours = await sql.query<{ h: bigint | number; n: bigint | number }>(Prisma.sql`
         SELECT ${hourExpr} AS h, COUNT(*) AS n FROM "OutboxMessage"

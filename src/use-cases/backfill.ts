@@ -92,8 +92,6 @@ export function createBackfillUseCases(deps: BackfillDeps) {
     };
   }
 
-  const active = (shopId: string) => db.backfill.findFirst({ where: { shopId, state: { in: [...ACTIVE_STATES] } }, orderBy: { startedAt: 'desc' } });
-
   return {
     async start(shopId: string, input: StartInput): Promise<StartResult> {
       const connection = await db.connection.findUnique({ where: { shopId }, select: { status: true } });
@@ -120,16 +118,21 @@ export function createBackfillUseCases(deps: BackfillDeps) {
     },
 
     /**
-     * Cancels the running import and removes what it queued and is not sent yet. Null when no
-     * import is running. The runner notices at its next step; its writes are fenced on the state.
+     * Cancels the shop's import: a running one stops (the runner notices at its next step; its
+     * writes are fenced on the state), and what it queued but did not send yet is removed. An
+     * import that finished reading but is still being sent is cancelled the same way. Null when
+     * there is nothing to cancel.
      */
     async cancel(shopId: string): Promise<(BackfillView & { removed: number }) | null> {
-      const b = await active(shopId);
+      const b = await db.backfill.findFirst({ where: { shopId }, orderBy: [{ startedAt: 'desc' }, { id: 'desc' }] });
       if (!b) return null;
+      const cancellable = ACTIVE_STATES.includes(b.state as (typeof ACTIVE_STATES)[number])
+        || (b.state === 'completed' && (await db.outboxMessage.count({ where: { backfillId: b.id, status: { in: ['queued', 'held'] } } })) > 0);
+      if (!cancellable) return null;
       const removed = await db.$transaction(async (tx) => {
         // the state first: on PostgreSQL this waits for a batch the runner is committing
         const res = await tx.backfill.updateMany({
-          where: { id: b.id, state: { in: [...ACTIVE_STATES] } },
+          where: { id: b.id, state: b.state },
           data: { state: 'cancelled', finishedAt: now(), lockedBy: null, lockedUntil: null },
         });
         if (res.count === 0) return 0;

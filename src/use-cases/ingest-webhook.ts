@@ -28,6 +28,8 @@ export interface IngestDeps {
   now?: () => Date;
   /** Tells the worker a shop has new due work (in-process wake-up). */
   onEnqueued?: (shopId: string) => void;
+  /** bulk_operations/finish: tells the historical import its bulk operation is done. */
+  onBulkOperationFinish?: (shopDomain: string, payload: unknown) => Promise<boolean>;
 }
 
 const GDPR_TOPICS = new Set(['customers/redact', 'customers/data_request', 'shop/redact', 'app/uninstalled']);
@@ -132,6 +134,10 @@ export function createIngestWebhook(deps: IngestDeps) {
         throw err;
       }
       try {
+        if (topic === 'bulk_operations/finish') {
+          const matched = (await deps.onBulkOperationFinish?.(input.shopDomain, payload)) ?? false;
+          return await recordIgnored(input, topic, matched ? 'bulk operation of an import; the import was told' : 'bulk operation not started by an import');
+        }
         if (GDPR_TOPICS.has(topic)) return await deps.gdpr.handle(topic, input, payload);
         return await forward(input, topic, payload);
       } catch (err) {

@@ -10,40 +10,10 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FakeShop } from '../fake-shop';
-import { sampleCustomer, sampleOrder } from '../samples';
+import { orderCount, resultChunks, resultLines, rootCount, type BulkDataOptions, type FakeBulkKind, type FakeBulkOperation } from './bulk-data';
 import type { GraphqlHandler, GraphqlRequest } from './graphql';
 
-export interface BulkDataOptions {
-  /** Customers the shop has. Default 1 000. */
-  customers?: number;
-  /** Orders the shop has. Default 1 000. */
-  orders?: number;
-  /** A query completes this long after it starts. Default 300 ms. */
-  completeAfterMs?: number;
-  /** Orders are spread evenly over this many days before `anchor` (newest first). Default 300. */
-  orderSpanDays?: number;
-  anchor?: Date;
-  /** Every n-th customer has no email address (a phone-only customer). 0: none. */
-  phoneOnlyEvery?: number;
-  /** When set, bulk_operations/finish is sent to this app URL as each operation ends. */
-  webhookUrl?: string;
-}
-
-export type FakeBulkKind = 'customers' | 'orders';
-
-export interface FakeBulkOperation {
-  id: string;
-  shop: string;
-  kind: FakeBulkKind;
-  since: Date | null;
-  groupObjects: boolean;
-  createdAt: Date;
-  completeAt: number;
-  failWith: string | null;
-  canceled: boolean;
-  /** Data options frozen when the operation started. */
-  data: Required<Omit<BulkDataOptions, 'webhookUrl' | 'completeAfterMs'>>;
-}
+export { graphqlCustomer, graphqlOrder, type BulkDataOptions, type FakeBulkKind, type FakeBulkOperation } from './bulk-data';
 
 export interface DownloadRecord {
   operationId: string;
@@ -63,145 +33,18 @@ export interface FakeBulk {
   failNextOperation(errorCode?: string): void;
   /** The next download is cut off (connection destroyed) after this many bytes. */
   dropNextDownload(afterBytes: number): void;
-  /** Result URLs answer 403 (expired) until the next operation completes. */
+  /** The result URLs of the operations started so far answer 403, as after seven days. */
   expireResults(): void;
   /** The storage server ignores Range headers (answers 200 with the whole file). */
   ignoreRange(on: boolean): void;
   /** Exact size of an operation's result in bytes. */
   resultSize(operationId: string): number;
+  /** A completed operation without going through GraphQL (benchmarks): its id and result URL. */
+  createCompleted(shopDomain: string, kind: FakeBulkKind, opts?: { since?: Date | null; groupObjects?: boolean }): { id: string; url: string };
   close(): Promise<void>;
 }
 
-const DAY = 86_400_000;
 const gidNumber = (gid: string) => gid.slice(gid.lastIndexOf('/') + 1);
-
-/** A generated customer in the Admin GraphQL shape of the bulk query. */
-export function graphqlCustomer(n: number, opts: { phoneOnly?: boolean } = {}): Record<string, unknown> {
-  const c = sampleCustomer(n);
-  const consent = c.email_marketing_consent;
-  return {
-    id: c.admin_graphql_api_id,
-    firstName: c.first_name,
-    lastName: c.last_name,
-    defaultEmailAddress: opts.phoneOnly
-      ? null
-      : { emailAddress: c.email, marketingState: consent.state.toUpperCase(), marketingOptInLevel: consent.opt_in_level?.toUpperCase() ?? null, marketingUpdatedAt: consent.consent_updated_at },
-    defaultPhoneNumber: c.phone || opts.phoneOnly ? { phoneNumber: c.phone ?? `+1555${String(2_000_000 + n).slice(-7)}` } : null,
-    tags: c.tags.split(',').map((t) => t.trim()).filter(Boolean),
-    numberOfOrders: String(c.orders_count),
-    amountSpent: { amount: c.total_spent, currencyCode: 'USD' },
-    defaultAddress: { city: c.default_address.city, countryCodeV2: c.default_address.country_code },
-    createdAt: c.created_at,
-    updatedAt: c.updated_at,
-  };
-}
-
-/** A generated order and its line items in the Admin GraphQL shape (line items carry __parentId). */
-export function graphqlOrder(n: number, createdAt?: Date): { order: Record<string, unknown>; lineItems: Record<string, unknown>[] } {
-  const o = sampleOrder(n, { createdAt });
-  const money = (amount: string) => ({ shopMoney: { amount, currencyCode: o.currency } });
-  const address = (a: typeof o.shipping_address) => ({ firstName: a.first_name, lastName: a.last_name, city: a.city, countryCodeV2: a.country_code });
-  const consent = o.customer.email_marketing_consent;
-  const order = {
-    id: o.admin_graphql_api_id,
-    name: o.name,
-    email: o.email,
-    createdAt: o.created_at,
-    processedAt: o.processed_at,
-    currencyCode: o.currency,
-    totalPriceSet: money(o.total_price),
-    subtotalPriceSet: money(o.subtotal_price),
-    totalTaxSet: money(o.total_tax),
-    totalDiscountsSet: money(o.total_discounts),
-    discountCodes: o.discount_codes.map((d) => d.code),
-    statusPageUrl: o.order_status_url,
-    customer: {
-      id: `gid://shopify/Customer/${o.customer.id}`,
-      firstName: o.customer.first_name,
-      lastName: o.customer.last_name,
-      defaultEmailAddress: { emailAddress: o.customer.email, marketingState: consent.state.toUpperCase(), marketingOptInLevel: consent.opt_in_level?.toUpperCase() ?? null, marketingUpdatedAt: consent.consent_updated_at },
-      defaultPhoneNumber: o.customer.phone ? { phoneNumber: o.customer.phone } : null,
-      defaultAddress: { city: o.customer.default_address.city, countryCodeV2: o.customer.default_address.country_code },
-    },
-    shippingAddress: address(o.shipping_address),
-    billingAddress: address(o.billing_address),
-  };
-  const lineItems = o.line_items.map((li) => ({
-    id: `gid://shopify/LineItem/${li.id}`,
-    title: li.title,
-    variantTitle: li.variant_title,
-    sku: li.sku,
-    quantity: li.quantity,
-    originalUnitPriceSet: money(li.price),
-    product: { id: `gid://shopify/Product/${li.product_id}` },
-    variant: { id: `gid://shopify/ProductVariant/${li.variant_id}` },
-    __parentId: o.admin_graphql_api_id,
-  }));
-  return { order, lineItems };
-}
-
-function orderDate(op: FakeBulkOperation, n: number): Date {
-  const { anchor, orderSpanDays, orders } = op.data;
-  return new Date(anchor.getTime() - Math.floor(((n - 1) * orderSpanDays * DAY) / Math.max(1, orders)));
-}
-
-/** Order numbers (1-based) the operation's filter keeps; newest first, so they are a prefix. */
-function orderCount(op: FakeBulkOperation): number {
-  if (!op.since) return op.data.orders;
-  let n = 0;
-  while (n < op.data.orders && orderDate(op, n + 1).getTime() >= op.since.getTime()) n++;
-  return n;
-}
-
-function rootCount(op: FakeBulkOperation): number {
-  return op.kind === 'customers' ? op.data.customers : orderCount(op);
-}
-
-/** The result file, line by line. */
-function* resultLines(op: FakeBulkOperation): Generator<string> {
-  if (op.kind === 'customers') {
-    const every = op.data.phoneOnlyEvery;
-    for (let n = 1; n <= op.data.customers; n++) yield `${JSON.stringify(graphqlCustomer(n, { phoneOnly: every > 0 && n % every === 0 }))}\n`;
-    return;
-  }
-  const count = orderCount(op);
-  if (op.groupObjects) {
-    for (let n = 1; n <= count; n++) {
-      const { order, lineItems } = graphqlOrder(n, orderDate(op, n));
-      yield `${JSON.stringify(order)}\n`;
-      for (const li of lineItems) yield `${JSON.stringify(li)}\n`;
-    }
-    return;
-  }
-  // without grouping, Shopify only promises that children come after their parent
-  for (let n = 1; n <= count; n++) yield `${JSON.stringify(graphqlOrder(n, orderDate(op, n)).order)}\n`;
-  for (let n = 1; n <= count; n++) for (const li of graphqlOrder(n, orderDate(op, n)).lineItems) yield `${JSON.stringify(li)}\n`;
-}
-
-/** Lines from byte `from` on, in chunks of about 64 KB. */
-function* resultChunks(op: FakeBulkOperation, from: number): Generator<Buffer> {
-  let offset = 0;
-  let pending: Buffer[] = [];
-  let size = 0;
-  for (const line of resultLines(op)) {
-    let buf = Buffer.from(line, 'utf8');
-    const end = offset + buf.length;
-    if (end <= from) {
-      offset = end;
-      continue;
-    }
-    if (offset < from) buf = buf.subarray(from - offset);
-    offset = end;
-    pending.push(buf);
-    size += buf.length;
-    if (size >= 65_536) {
-      yield Buffer.concat(pending);
-      pending = [];
-      size = 0;
-    }
-  }
-  if (size) yield Buffer.concat(pending);
-}
 
 export async function enableBulkOperations(fake: FakeShop, options: BulkDataOptions = {}): Promise<FakeBulk> {
   let opts: BulkDataOptions = { ...options };
@@ -212,8 +55,33 @@ export async function enableBulkOperations(fake: FakeShop, options: BulkDataOpti
   let nextId = 4_100_000;
   let failNext: string | null = null;
   let dropNext: number | null = null;
-  let expired = false;
+  const expired = new Set<string>();
   let noRange = false;
+
+  function newOperation(shopDomain: string, kind: FakeBulkKind, since: Date | null, groupObjects: boolean, completeAfterMs = opts.completeAfterMs ?? 300): FakeBulkOperation {
+    const now = Date.now();
+    const op: FakeBulkOperation = {
+      id: `gid://shopify/BulkOperation/${nextId++}`,
+      shop: shopDomain,
+      kind,
+      since,
+      groupObjects,
+      createdAt: new Date(now),
+      completeAt: now + completeAfterMs,
+      failWith: failNext,
+      canceled: false,
+      data: {
+        customers: opts.customers ?? 1_000,
+        orders: opts.orders ?? 1_000,
+        orderSpanDays: opts.orderSpanDays ?? 300,
+        anchor: opts.anchor ?? new Date(now),
+        phoneOnlyEvery: opts.phoneOnlyEvery ?? 0,
+      },
+    };
+    failNext = null;
+    ops.set(op.id, op);
+    return op;
+  }
 
   const statusOf = (op: FakeBulkOperation): string => {
     if (op.canceled) return 'CANCELED';
@@ -266,27 +134,8 @@ export async function enableBulkOperations(fake: FakeShop, options: BulkDataOpti
       if (running) {
         return { data: { bulkOperationRunQuery: { bulkOperation: null, userErrors: [{ field: null, message: `A bulk query operation for this app and shop is already in progress: ${running.id}.`, code: 'OPERATION_IN_PROGRESS' }] } } };
       }
-      const now = Date.now();
-      const op: FakeBulkOperation = {
-        id: `gid://shopify/BulkOperation/${nextId++}`,
-        shop: shop.domain,
-        kind,
-        since: kind === 'orders' ? sinceOf(inner) : null,
-        groupObjects: variables.groupObjects === true || /groupObjects:\s*true/.test(query),
-        createdAt: new Date(now),
-        completeAt: now + (opts.completeAfterMs ?? 300),
-        failWith: failNext,
-        canceled: false,
-        data: {
-          customers: opts.customers ?? 1_000,
-          orders: opts.orders ?? 1_000,
-          orderSpanDays: opts.orderSpanDays ?? 300,
-          anchor: opts.anchor ?? new Date(now),
-          phoneOnlyEvery: opts.phoneOnlyEvery ?? 0,
-        },
-      };
-      failNext = null;
-      ops.set(op.id, op);
+      const op = newOperation(shop.domain, kind, kind === 'orders' ? sinceOf(inner) : null, variables.groupObjects === true || /groupObjects:\s*true/.test(query));
+      const now = op.createdAt.getTime();
       if (opts.webhookUrl) {
         const url = opts.webhookUrl;
         const t = setTimeout(() => {
@@ -359,7 +208,7 @@ export async function enableBulkOperations(fake: FakeShop, options: BulkDataOpti
       res.writeHead(status, { 'content-type': 'application/xml' }).end(body);
     };
     if (req.method !== 'GET' || !op || statusOf(op) !== 'COMPLETED') return end(404, '<Error><Code>NoSuchKey</Code></Error>');
-    if (expired) return end(403, '<Error><Code>ExpiredToken</Code><Message>The provided token has expired.</Message></Error>');
+    if (expired.has(op.id)) return end(403, '<Error><Code>ExpiredToken</Code><Message>The provided token has expired.</Message></Error>');
     const size = sizeOf(op);
     let from = 0;
     const r = range && !noRange ? /^bytes=(\d+)-$/.exec(range) : null;
@@ -427,21 +276,14 @@ export async function enableBulkOperations(fake: FakeShop, options: BulkDataOpti
       dropNext = afterBytes;
     },
     expireResults() {
-      expired = true;
-      const before = new Set(ops.keys());
-      // a new operation gets a fresh URL
-      const check = setInterval(() => {
-        if ([...ops.keys()].some((k) => !before.has(k))) {
-          expired = false;
-          clearInterval(check);
-          timers.delete(check);
-        }
-      }, 20);
-      check.unref();
-      timers.add(check);
+      for (const id of ops.keys()) expired.add(id);
     },
     ignoreRange(on) {
       noRange = on;
+    },
+    createCompleted(shopDomain, kind, o = {}) {
+      const op = newOperation(shopDomain, kind, o.since ?? null, o.groupObjects ?? kind === 'orders', 0);
+      return { id: op.id, url: resultUrl(op) };
     },
     resultSize(operationId) {
       const op = ops.get(operationId);

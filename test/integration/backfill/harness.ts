@@ -6,7 +6,7 @@ import { enableBulkOperations, type BulkDataOptions, type FakeBulk } from '../..
 import type { ServiceEmulatorOptions } from '../../../src/sandbox/service-emulator';
 import { testConfig } from '../../helpers/config';
 import { API_KEY, API_SECRET, startStack, type Stack } from '../../helpers/stack';
-import { attachBackfill, lateRouter } from './wiring';
+import { attachBackfill, lateRouter, stopAppRunner } from './wiring';
 
 export interface BackfillStack extends Stack {
   bulk: FakeBulk;
@@ -17,7 +17,7 @@ export interface BackfillStack extends Stack {
   status(check: (s: any) => boolean, timeoutMs?: number, what?: string): Promise<any>;
 }
 
-export const FAST_RUNNER: BackfillModuleDeps['runner'] = { pollMs: 50, opPollMs: [50, 200], leaseMs: 2_000, retryBaseMs: 50 };
+export const FAST_RUNNER: BackfillModuleDeps['runner'] = { pollMs: 50, opPollMs: [50, 200], leaseMs: 2_000, retryBaseMs: 50, pausePollMs: 100 };
 
 export async function startBackfillStack(opts: { bulk?: BulkDataOptions; runner?: BackfillModuleDeps['runner']; emulator?: ServiceEmulatorOptions } = {}): Promise<BackfillStack> {
   const late = lateRouter();
@@ -28,6 +28,7 @@ export async function startBackfillStack(opts: { bulk?: BulkDataOptions; runner?
   const config = testConfig(s.database.url, {
     SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: s.emulator.url, SHOPIFY_ADMIN_ORIGIN: s.shop.url, ...env,
   });
+  await stopAppRunner(s.app);
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const runners: BackfillModule[] = [];
   const attach = (runner: BackfillModuleDeps['runner'] = {}) => {

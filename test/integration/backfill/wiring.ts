@@ -12,6 +12,16 @@ import { createShopify } from '../../../src/shopify/api';
 import { createSessionStore } from '../../../src/shopify/session-storage';
 import { createOfflineTokens } from '../../../src/shopify/tokens';
 
+/**
+ * Once server.ts builds the import itself, its runner is stopped here so the test's runner,
+ * with test timings, is the only one in the process (the app's /api/backfill keeps answering;
+ * both use the same database).
+ */
+export async function stopAppRunner(app: RunningServer): Promise<void> {
+  const own = (app as unknown as { backfill?: { runner?: { stop(): Promise<void> } } }).backfill;
+  await own?.runner?.stop();
+}
+
 /** A router whose handler is set after the app started (StartOptions.routers is read at start). */
 export function lateRouter(): { router: Router; set(r: Router): void } {
   let inner: Router | undefined;
