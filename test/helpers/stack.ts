@@ -27,7 +27,7 @@ export interface Stack {
   /** A fixture's exact bytes, as Shopify would send them. */
   raw(name: string): string;
   /** Waits until `check` returns a truthy value, polling. */
-  until<T>(check: () => T | Promise<T>, timeoutMs?: number, what?: string): Promise<T>;
+  until<T>(check: () => T | Promise<T>, timeoutMs?: number, what?: string): Promise<NonNullable<T>>;
   close(): Promise<void>;
 }
 
@@ -87,7 +87,7 @@ export async function startStack(opts: { emulator?: ServiceEmulatorOptions; serv
       for (;;) {
         const v = await check();
         // an empty array means "not yet", like a falsy value
-        if (v && !(Array.isArray(v) && v.length === 0)) return v;
+        if (v && !(Array.isArray(v) && v.length === 0)) return v as NonNullable<typeof v>;
         if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
         await new Promise((r) => setTimeout(r, 25));
       }

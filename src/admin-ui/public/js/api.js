@@ -66,6 +66,9 @@ export function createApi(getToken) {
     retry: (id) => request('POST', `/api/deliveries/${encodeURIComponent(id)}/retry`),
     testEvent: (email) => request('POST', '/api/test-event', email ? { email } : {}),
     stats: () => request('GET', '/api/stats'),
+    backfill: () => request('GET', '/api/backfill'),
+    startBackfill: (body) => request('POST', '/api/backfill', body),
+    cancelBackfill: () => request('DELETE', '/api/backfill'),
   };
 }
 

@@ -6,6 +6,7 @@ import { h, render } from './dom.js';
 import { mountActivity } from './views/activity.js';
 import { mountConnection } from './views/connection.js';
 import { mountEvents } from './views/events.js';
+import { mountImport } from './views/import.js';
 import { mountLists } from './views/lists.js';
 import { mountProperties } from './views/properties.js';
 import { mountSimulate } from './views/simulate.js';
@@ -50,6 +51,7 @@ async function boot() {
 
   const connection = mountConnection(document.getElementById('connection-card'), ctx);
   const activity = mountActivity(document.getElementById('activity-card'), ctx);
+  const history = mountImport(document.getElementById('import-card'), ctx);
   mountEvents(document.getElementById('events-card'), ctx);
   const properties = mountProperties(document.getElementById('properties-card'), ctx);
   const lists = mountLists(document.getElementById('lists-card'), ctx);
@@ -57,7 +59,7 @@ async function boot() {
     mountSimulate(document.getElementById('simulate-card'), ctx);
   }
 
-  await Promise.all([connection.refresh(), activity.refresh(), properties.refresh(), lists.refresh()]);
+  await Promise.all([connection.refresh(), activity.refresh(), history.refresh(), properties.refresh(), lists.refresh()]);
   document.body.dataset.ready = 'true';
 
   let n = 0;
