@@ -41,11 +41,44 @@ export interface DbOptions {
   poolSize?: number;
 }
 
+type PgFactory = InstanceType<typeof PrismaPg>;
+type PgAdapter = Awaited<ReturnType<PgFactory['connect']>>;
+type PgTransaction = Awaited<ReturnType<PgAdapter['startTransaction']>>;
+
+/**
+ * Prisma 6.19.3 sends COMMIT/ROLLBACK itself and only then calls the adapter's commit()/rollback(),
+ * which release the pg client; when that statement fails (the connection died: a database
+ * restart, a network cut), neither is called and the client stays checked out for good. Each
+ * such failure shrinks the pool by one, and $disconnect() then waits for it forever. Release it.
+ */
+export function releasingFailedTransactions(factory: PgFactory): PgFactory {
+  const connect = factory.connect.bind(factory);
+  factory.connect = async () => {
+    const adapter = await connect();
+    const start = adapter.startTransaction.bind(adapter);
+    adapter.startTransaction = async (isolationLevel) => {
+      const tx: PgTransaction = await start(isolationLevel);
+      const executeRaw = tx.executeRaw.bind(tx);
+      tx.executeRaw = async (query) => {
+        try {
+          return await executeRaw(query);
+        } catch (err) {
+          if (query.sql === 'COMMIT' || query.sql === 'ROLLBACK') await tx.rollback().catch(() => undefined);
+          throw err;
+        }
+      };
+      return tx;
+    };
+    return adapter;
+  };
+  return factory;
+}
+
 export async function createDb(url: string, options: DbOptions = {}): Promise<Db> {
   const provider = providerOf(url);
   assertGeneratedFor(provider);
   if (provider === 'postgres') {
-    const adapter = new PrismaPg({ connectionString: url, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
+    const adapter = releasingFailedTransactions(new PrismaPg({ connectionString: url, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 }));
     return new PrismaClient({ adapter });
   }
   const file = sqliteFile(url);

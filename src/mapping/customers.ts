@@ -47,14 +47,17 @@ function consentDraft(input: MapInput, c: Customer, eventName: EventName, fallba
 export function mapCustomerCreated(input: MapInput): MapOutput {
   const c = read(input);
   if (!c) return ignored('payload is not a customer');
-  const drafts: Draft[] = [
-    {
-      eventName: 'customer_created',
-      sourceId: input.webhookId,
-      occurredAt: firstIso(c.raw.created_at) ?? input.receivedAt.toISOString(),
-      attributes: { customer_id: c.id },
-    },
-  ];
+  const created: Draft = {
+    eventName: 'customer_created',
+    sourceId: input.webhookId,
+    occurredAt: firstIso(c.raw.created_at) ?? input.receivedAt.toISOString(),
+    attributes: { customer_id: c.id },
+  };
+  // A state is stored for this customer only if a later update got here first (Shopify does
+  // not promise order): this create is stale, so it sends no contact properties (they would
+  // overwrite newer ones), keeps the stored state, and leaves consent to the update.
+  if (input.customerState) return assemble(input, { ...c.subject, contact: {} }, [created]);
+  const drafts: Draft[] = [created];
   if (c.consent === 'subscribed') drafts.push(consentDraft(input, c, 'email_subscribed', c.raw.created_at));
   return assemble(input, c.subject, drafts, { customerState: c.state });
 }

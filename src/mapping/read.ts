@@ -13,10 +13,17 @@ export function objs(v: unknown): Obj[] {
   return arr(v).map(obj).filter((o): o is Obj => o !== null);
 }
 
-/** A non-empty string (trimmed), else null. */
+// A lone UTF-16 surrogate: JSON allows "\ud800", but Prisma's engine refuses to store it.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * A non-empty string (trimmed), else null. What it returns can be stored in any column: NUL
+ * (refused by PostgreSQL text) is dropped and lone surrogates become U+FFFD, so a payload
+ * with them is stored instead of failing with a 500 that Shopify would retry for days.
+ */
 export function str(v: unknown): string | null {
   if (typeof v !== 'string') return null;
-  const t = v.trim();
+  const t = v.replace(/\u0000/g, '').replace(LONE_SURROGATE, '\ufffd').trim();
   return t === '' ? null : t;
 }
 

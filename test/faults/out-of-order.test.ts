@@ -76,10 +76,10 @@ describe(`out-of-order topics (${testProvider})`, () => {
     expect(final.duplicates).toBe(0);
   }, 60_000);
 
-  // BUG (src/mapping/customers.ts): a customers/create that arrives after the customer's
+  // Regression (fixed in src/mapping/customers.ts): a customers/create that arrives after the customer's
   // update announces email_subscribed a second time (the update already did, under another
-  // source_id, so the service cannot dedupe it). Remove `.failing` with the fix in the report.
-  it.failing('sends the same events out of order as in order (no consent event twice)', async () => {
+  // source_id, so the service cannot dedupe it).
+  it('sends the same events out of order as in order (no consent event twice)', async () => {
     const a = scenario(400);
     const b = scenario(500);
     await play(a.inOrder);
@@ -93,9 +93,9 @@ describe(`out-of-order topics (${testProvider})`, () => {
     expect(reversed).toEqual(inOrder);
   }, 60_000);
 
-  // BUG (src/use-cases/ingest-webhook.ts): a late checkouts/create overwrites the queued
-  // checkout_abandoned with its older cart and pulls its due time back. Remove `.failing` with the fix.
-  it.failing('keeps the abandonment at the newest activity when checkouts/create arrives after checkouts/update', async () => {
+  // Regression (fixed in src/use-cases/ingest-webhook.ts): a late checkouts/create overwrites the queued
+  // checkout_abandoned with its older cart and pulls its due time back.
+  it('keeps the abandonment at the newest activity when checkouts/create arrives after checkouts/update', async () => {
     const base = clock.now();
     const created = new Date(base.getTime() - 20 * MIN);
     const updated = new Date(base.getTime() - 5 * MIN);
@@ -127,9 +127,9 @@ describe(`out-of-order topics (${testProvider})`, () => {
     expect((sent[0]!.event_attribute.line_items as unknown[]).length).toBe(later.line_items.length);
   }, 60_000);
 
-  // BUG (src/mapping/customers.ts): a late customers/create sends its older contact properties
-  // after the update's, so the contact at the service ends with stale values. Remove `.failing` with the fix.
-  it.failing('leaves the newest customer properties on the contact when customers/create arrives after customers/update', async () => {
+  // Regression (fixed in src/mapping/customers.ts): a late customers/create sends its older contact properties
+  // after the update's, so the contact at the service ends with stale values.
+  it('leaves the newest customer properties on the contact when customers/create arrives after customers/update', async () => {
     const customer = sampleCustomer(301);
     const renamed = { ...customer, first_name: 'Newname', updated_at: new Date(Date.parse(customer.updated_at) + 10 * MIN).toISOString() };
     expect((await s.webhook('customers/update', renamed, { webhookId: 'ooo3-upd' })).status).toBe(200);
