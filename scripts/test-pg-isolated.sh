@@ -9,4 +9,4 @@ tar -C "$src" --exclude=./data --exclude=./.git -cf - . | tar -C "$dst" -xf -
 cd "$dst"
 export DATABASE_URL="${PG_URL:-postgresql://postgres@127.0.0.1:5432/postgres}"
 node scripts/prisma.mjs generate >/dev/null
-npx jest --selectProjects db "$@"
+npx jest --selectProjects db faults --runInBand --forceExit "$@"

@@ -88,16 +88,7 @@ async function skipTarget(db: Db, now: Date): Promise<number | null> {
   return Math.max(last.runAt.getTime(), ...(pausedWork ? paused.map((p) => p.pausedUntil!.getTime()) : []));
 }
 
-/** The most timestamps that fall in any window of `windowMs` (sliding). */
-export function maxInWindow(times: number[], windowMs = 1000): number {
-  const t = [...times].sort((a, b) => a - b);
-  let max = 0;
-  for (let i = 0, j = 0; i < t.length; i++) {
-    while (t[i]! - t[j]! >= windowMs) j++;
-    max = Math.max(max, i - j + 1);
-  }
-  return max;
-}
+export { maxInWindow } from '../helpers/clock';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
