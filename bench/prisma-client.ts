@@ -11,6 +11,8 @@ import path from 'node:path';
 export type Provider = 'sqlite' | 'postgres';
 export const root = path.resolve(__dirname, '..');
 
+// Deliberately not src/db/client's reader: importing that module loads @prisma/client before
+// the resolution below is redirected.
 export function generatedProvider(): Provider | null {
   try {
     const schema = fs.readFileSync(path.join(root, 'node_modules', '.prisma', 'client', 'schema.prisma'), 'utf8');

@@ -120,14 +120,14 @@ export class Pacer {
     await this.sql.db.workspacePacer.update({ where: { workspaceId }, data: { pausedUntil: until, pauseReason: reason } });
   }
 
-  async currentLimit(workspaceId: string): Promise<number | null> {
-    const row = await this.sql.db.workspacePacer.findUnique({ where: { workspaceId }, select: { limitPerSec: true } });
-    return row?.limitPerSec ?? null;
+  /** The workspace's limit and any pause still in force, in one read (the worker asks per batch). */
+  async state(workspaceId: string): Promise<{ limit: number; pausedUntil: Date | null }> {
+    const row = await this.sql.db.workspacePacer.findUnique({ where: { workspaceId }, select: { limitPerSec: true, pausedUntil: true } });
+    const until = row?.pausedUntil ?? null;
+    return { limit: row?.limitPerSec ?? DEFAULT_LIMIT, pausedUntil: until && until.getTime() > this.now() ? until : null };
   }
 
   async pausedUntil(workspaceId: string): Promise<Date | null> {
-    const row = await this.sql.db.workspacePacer.findUnique({ where: { workspaceId }, select: { pausedUntil: true } });
-    const until = row?.pausedUntil ?? null;
-    return until && until.getTime() > this.now() ? until : null;
+    return (await this.state(workspaceId)).pausedUntil;
   }
 }

@@ -139,8 +139,8 @@ export class DeliveryWorker {
           await repo.holdShop(shopId, ctx.hold);
           return;
         }
-        if (await pacer.pausedUntil(ctx.workspaceId)) return;
-        const limit = (await pacer.currentLimit(ctx.workspaceId)) ?? 10;
+        const { limit, pausedUntil } = await pacer.state(ctx.workspaceId);
+        if (pausedUntil) return;
         // a quarter second of the limit per claim: a live event never waits behind much history
         const batchSize = Math.max(1, Math.min(this.deps.batchSize ?? 50, Math.ceil(limit / 4)));
         // never more than about two seconds of requests outstanding
