@@ -1,10 +1,13 @@
 #!/usr/bin/env node
-// Runs the Prisma CLI for the provider DATABASE_URL names (SQLite when unset), offline.
-//   node scripts/prisma.mjs generate            regenerate the client for that provider
-//   node scripts/prisma.mjs ensure-generated    regenerate only when the provider changed
+// Runs the Prisma CLI offline (see ../shared/notes/prisma-offline.md).
+//   node scripts/prisma.mjs generate            generate the clients of BOTH providers (one build
+//                                               serves SQLite and PostgreSQL; src/db/client.ts picks)
+//   node scripts/prisma.mjs ensure-generated    generate only when a client is missing or stale
 //   node scripts/prisma.mjs new-migration NAME  write a migration for both providers from the models
-//   node scripts/prisma.mjs <any prisma args>   passthrough (migrate deploy, migrate diff, ...)
+//   node scripts/prisma.mjs <any prisma args>   passthrough for the provider DATABASE_URL names
+//                                               (SQLite when unset): migrate status, migrate diff, ...
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,42 +15,76 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cli = path.join(root, 'node_modules', 'prisma', 'build', 'index.js');
 const defaultUrl = 'file:./data/connector.db';
-
-const providerOf = (url) => (/^postgres(ql)?:\/\//i.test(url) ? 'postgres' : 'sqlite');
+// The CLI reads DATABASE_URL only to choose the provider's folder (prisma.config.ts); these
+// never connect during generate.
+const PROVIDER_URLS = { sqlite: defaultUrl, postgres: 'postgresql://postgres@127.0.0.1:5432/postgres' };
+const CLIENT_DIRS = {
+  sqlite: path.join(root, 'node_modules', '.prisma', 'client'),
+  postgres: path.join(root, 'node_modules', '.prisma', 'client-postgres'),
+};
 
 function run(args, url = process.env.DATABASE_URL || defaultUrl, quiet = false) {
-  const res = spawnSync(process.execPath, [cli, ...args], {
+  return spawnSync(process.execPath, [cli, ...args], {
     cwd: root,
     stdio: quiet ? 'pipe' : 'inherit',
     env: { ...process.env, DATABASE_URL: url, PRISMA_HIDE_UPDATE_MESSAGE: '1', CHECKPOINT_DISABLE: '1' },
     encoding: 'utf8',
   });
-  return res;
 }
 
-function generatedProvider() {
+/** A hash of what a provider's client is generated from: its schema, the models and Prisma's version. */
+function stampOf(provider) {
+  const folder = path.join(root, 'prisma', provider);
+  const version = JSON.parse(fs.readFileSync(path.join(root, 'node_modules', 'prisma', 'package.json'), 'utf8')).version;
+  return createHash('sha256')
+    .update(fs.readFileSync(path.join(folder, 'schema.prisma')))
+    .update(fs.readFileSync(path.join(folder, 'models.prisma')))
+    .update(version)
+    .digest('hex');
+}
+
+const stampFile = (provider) => path.join(CLIENT_DIRS[provider], '.connector-stamp');
+
+function isCurrent(provider) {
   try {
-    const schema = fs.readFileSync(path.join(root, 'node_modules', '.prisma', 'client', 'schema.prisma'), 'utf8');
-    const m = schema.match(/provider\s*=\s*"(sqlite|postgresql)"/);
-    return m ? (m[1] === 'postgresql' ? 'postgres' : 'sqlite') : null;
+    return fs.readFileSync(stampFile(provider), 'utf8') === stampOf(provider) && fs.existsSync(path.join(CLIENT_DIRS[provider], 'index.js'));
   } catch {
-    return null;
+    return false;
   }
+}
+
+/**
+ * A client generated to a custom output gets a private copy of Prisma's runtime. Pointing it at
+ * the shared one (as the default client is) keeps one set of classes: `Prisma.sql` fragments and
+ * `instanceof Prisma.PrismaClientKnownRequestError` (ours, and @shopify/shopify-app-session-
+ * storage-prisma's) then work the same whichever database the build runs on.
+ */
+function shareRuntime(dir) {
+  for (const name of fs.readdirSync(dir).filter((n) => /\.(js|d\.ts)$/.test(n))) {
+    const file = path.join(dir, name);
+    const text = fs.readFileSync(file, 'utf8');
+    const shared = text.replaceAll("'./runtime/", "'@prisma/client/runtime/");
+    if (shared !== text) fs.writeFileSync(file, shared);
+  }
+}
+
+function generate(provider) {
+  const r = run(['generate'], PROVIDER_URLS[provider], true);
+  if (r.status !== 0) {
+    process.stderr.write(r.stdout + r.stderr);
+    process.exit(r.status ?? 1);
+  }
+  if (provider !== 'sqlite') shareRuntime(CLIENT_DIRS[provider]);
+  fs.writeFileSync(stampFile(provider), stampOf(provider));
 }
 
 const [cmd, ...rest] = process.argv.slice(2);
 const url = process.env.DATABASE_URL || defaultUrl;
 
-if (cmd === 'ensure-generated') {
-  if (generatedProvider() === providerOf(url)) process.exit(0);
-  const r = run(['generate'], url, true);
-  if (r.status !== 0) process.stderr.write(r.stdout + r.stderr);
-  process.exit(r.status ?? 1);
-} else if (cmd === 'generate') {
-  const r = run(['generate', ...rest], url, true);
-  if (r.status !== 0) process.stderr.write(r.stdout + r.stderr);
-  else process.stdout.write(`prisma client generated for ${providerOf(url)}\n`);
-  process.exit(r.status ?? 1);
+if (cmd === 'generate' || cmd === 'ensure-generated') {
+  const stale = Object.keys(CLIENT_DIRS).filter((p) => cmd === 'generate' || !isCurrent(p));
+  for (const provider of stale) generate(provider);
+  if (cmd === 'generate' || stale.length) process.stdout.write(`prisma clients generated: ${stale.join(', ')}\n`);
 } else if (cmd === 'new-migration') {
   // Writes the SQL from the last migration state to the models, for each provider.
   const name = rest[0];
@@ -64,12 +101,7 @@ if (cmd === 'ensure-generated') {
     if (!fs.existsSync(lock)) {
       fs.writeFileSync(lock, `# Please do not edit this file manually\nprovider = "${provider === 'postgres' ? 'postgresql' : 'sqlite'}"\n`);
     }
-    const providerUrl = provider === 'postgres' ? 'postgresql://postgres@127.0.0.1:5432/postgres' : defaultUrl;
-    const r = run(
-      ['migrate', 'diff', '--from-migrations', migrations, '--to-schema-datamodel', folder, '--script'],
-      providerUrl,
-      true,
-    );
+    const r = run(['migrate', 'diff', '--from-migrations', migrations, '--to-schema-datamodel', folder, '--script'], PROVIDER_URLS[provider], true);
     if (r.status !== 0) {
       process.stderr.write(r.stdout + r.stderr);
       process.exit(1);

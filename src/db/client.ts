@@ -1,8 +1,15 @@
+// The database: a Prisma client for the provider DATABASE_URL names, plus the raw driver behind
+// it for the few statements where Prisma's per-query cost dominates (the intake's group commit,
+// the pacer). Both providers' clients are generated at build time (scripts/prisma.mjs), so one
+// build serves SQLite and PostgreSQL; the choice is made here, at run time.
 import fs from 'node:fs';
 import path from 'node:path';
-import { PrismaClient } from '@prisma/client';
+import type BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import type { PrismaClient } from '@prisma/client';
 import { PrismaBetterSQLite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
+import { Mutex } from './mutex';
 
 export type Db = PrismaClient;
 export type DbProvider = 'sqlite' | 'postgres';
@@ -15,25 +22,36 @@ export function sqliteFile(url: string): string {
   return url.replace(/^file:/, '');
 }
 
-/** The generated client serves one provider at a time; say so clearly when it is the wrong one. */
-export function assertGeneratedFor(provider: DbProvider): void {
-  const generated = readGeneratedProvider();
-  if (generated && generated !== provider) {
-    throw new Error(
-      `the Prisma client was generated for ${generated}, but DATABASE_URL is ${provider}: run "node scripts/prisma.mjs generate" with this DATABASE_URL`,
-    );
-  }
+/**
+ * The driver behind a client. SQLite: the client's own connection, entered through the same
+ * lock as Prisma's queries, so a synchronous statement never lands inside someone's open
+ * transaction. PostgreSQL: the pool Prisma uses.
+ */
+export type RawDb =
+  | { provider: 'sqlite'; exclusive<T>(fn: (conn: BetterSqlite3.Database) => T): Promise<T> }
+  | { provider: 'postgres'; pool: pg.Pool };
+
+const raws = new WeakMap<object, RawDb>();
+
+export function rawOf(db: Db): RawDb {
+  const raw = raws.get(db);
+  if (!raw) throw new Error('this Prisma client was not created by createDb');
+  return raw;
 }
 
-function readGeneratedProvider(): DbProvider | null {
+type PrismaClientClass = new (options: { adapter: unknown }) => Db;
+
+/** The generated client of a provider: SQLite's is the default output, PostgreSQL's sits beside it. */
+function clientClassFor(provider: DbProvider): PrismaClientClass {
+  const id = provider === 'postgres' ? '.prisma/client-postgres' : '@prisma/client';
+  let mod: { PrismaClient?: PrismaClientClass };
   try {
-    const dir = path.dirname(require.resolve('.prisma/client/schema.prisma'));
-    const schema = fs.readFileSync(path.join(dir, 'schema.prisma'), 'utf8');
-    const m = schema.match(/provider\s*=\s*"(sqlite|postgresql)"/);
-    return m ? (m[1] === 'postgresql' ? 'postgres' : 'sqlite') : null;
+    mod = require(id) as { PrismaClient?: PrismaClientClass };
   } catch {
-    return null;
+    throw new Error(`the Prisma client for ${provider} is missing: run "npm run build" (or "node scripts/prisma.mjs generate")`);
   }
+  if (!mod.PrismaClient) throw new Error(`the Prisma client for ${provider} is incomplete: run "node scripts/prisma.mjs generate"`);
+  return mod.PrismaClient;
 }
 
 export interface DbOptions {
@@ -41,54 +59,129 @@ export interface DbOptions {
   poolSize?: number;
 }
 
-type PgFactory = InstanceType<typeof PrismaPg>;
-type PgAdapter = Awaited<ReturnType<PgFactory['connect']>>;
-type PgTransaction = Awaited<ReturnType<PgAdapter['startTransaction']>>;
+type Factory = { connect(): Promise<Adapter> };
+type Adapter = {
+  queryRaw(q: Query): Promise<unknown>;
+  executeRaw(q: Query): Promise<number>;
+  executeScript(s: string): Promise<void>;
+  startTransaction(isolationLevel?: string): Promise<Transaction>;
+};
+type Query = { sql: string; args: unknown[] };
+type Transaction = { executeRaw(q: Query): Promise<number>; commit(): Promise<void>; rollback(): Promise<void> };
 
 /**
- * Prisma 6.19.3 sends COMMIT/ROLLBACK itself and only then calls the adapter's commit()/rollback(),
- * which release the pg client; when that statement fails (the connection died: a database
- * restart, a network cut), neither is called and the client stays checked out for good. Each
- * such failure shrinks the pool by one, and $disconnect() then waits for it forever. Release it.
+ * Prisma 6.19.3 sends COMMIT/ROLLBACK itself and only then calls the adapter's commit() or
+ * rollback(), which release the connection (PostgreSQL) or the lock (SQLite, below). When that
+ * statement fails (a dead connection, a busy database), neither is called and the resource is
+ * held for good: on PostgreSQL each such failure shrinks the pool by one. Release it.
  */
-export function releasingFailedTransactions(factory: PgFactory): PgFactory {
-  const connect = factory.connect.bind(factory);
-  factory.connect = async () => {
-    const adapter = await connect();
-    const start = adapter.startTransaction.bind(adapter);
-    adapter.startTransaction = async (isolationLevel) => {
-      const tx: PgTransaction = await start(isolationLevel);
-      const executeRaw = tx.executeRaw.bind(tx);
-      tx.executeRaw = async (query) => {
-        try {
-          return await executeRaw(query);
-        } catch (err) {
-          if (query.sql === 'COMMIT' || query.sql === 'ROLLBACK') await tx.rollback().catch(() => undefined);
-          throw err;
+function releasingFailedEnds(tx: Transaction): Transaction {
+  const executeRaw = tx.executeRaw.bind(tx);
+  tx.executeRaw = async (query) => {
+    try {
+      return await executeRaw(query);
+    } catch (err) {
+      if (query.sql === 'COMMIT' || query.sql === 'ROLLBACK') await tx.rollback().catch(() => undefined);
+      throw err;
+    }
+  };
+  return tx;
+}
+
+function wrapConnect<F extends object>(factory: F, wrap: (adapter: Adapter) => Adapter): F {
+  const f = factory as unknown as Factory;
+  const connect = f.connect.bind(f);
+  f.connect = async () => wrap(await connect());
+  return factory;
+}
+
+/**
+ * SQLite: the adapter runs every query on one connection, and guards only transactions with a
+ * lock. A query made outside an open interactive transaction therefore runs INSIDE it, and is
+ * rolled back with it (measured: a delivery recorded while the intake's transaction was open
+ * vanished when that transaction failed). Here every query waits for the lock, and a
+ * transaction holds it until it ends, so the two never mix.
+ */
+function serialisedSqlite(adapter: Adapter, lock: Mutex): Adapter {
+  for (const method of ['queryRaw', 'executeRaw', 'executeScript'] as const) {
+    const fn = (adapter[method] as (arg: unknown) => Promise<unknown>).bind(adapter);
+    (adapter as Record<string, unknown>)[method] = (arg: unknown) => lock.run(() => fn(arg));
+  }
+  const start = adapter.startTransaction.bind(adapter);
+  adapter.startTransaction = async (isolationLevel) => {
+    const release = await lock.acquire();
+    try {
+      const tx = releasingFailedEnds(await start(isolationLevel));
+      let ended = false;
+      const end = () => {
+        if (!ended) {
+          ended = true;
+          release();
         }
       };
+      for (const method of ['commit', 'rollback'] as const) {
+        const fn = tx[method].bind(tx);
+        tx[method] = async () => {
+          try {
+            await fn();
+          } finally {
+            end();
+          }
+        };
+      }
       return tx;
-    };
-    return adapter;
+    } catch (err) {
+      release();
+      throw err;
+    }
   };
-  return factory;
+  return adapter;
+}
+
+/** Pragmas for every SQLite connection the app opens. */
+export function configureSqlite(conn: BetterSqlite3.Database): void {
+  // WAL lets readers work while one writer commits; NORMAL sync is durable at commit in WAL.
+  conn.pragma('journal_mode = WAL');
+  conn.pragma('synchronous = NORMAL');
+  conn.pragma('foreign_keys = ON');
+  // Deleted rows are overwritten, not left readable in free pages: an erased customer's email
+  // must not survive in the file (see gdpr and docs on erasure).
+  conn.pragma('secure_delete = ON');
 }
 
 export async function createDb(url: string, options: DbOptions = {}): Promise<Db> {
   const provider = providerOf(url);
-  assertGeneratedFor(provider);
+  const PrismaClientOf = clientClassFor(provider);
   if (provider === 'postgres') {
-    const adapter = releasingFailedTransactions(new PrismaPg({ connectionString: url, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 }));
-    return new PrismaClient({ adapter });
+    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
+    const adapter = wrapConnect(new PrismaPg(pool, { disposeExternalPool: true }), (a) => {
+      const start = a.startTransaction.bind(a);
+      a.startTransaction = async (isolationLevel) => releasingFailedEnds(await start(isolationLevel));
+      return a;
+    });
+    const db = new PrismaClientOf({ adapter });
+    raws.set(db, { provider, pool });
+    return db;
   }
   const file = sqliteFile(url);
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const lock = new Mutex();
+  let conn: BetterSqlite3.Database | null = null;
   // Epoch-ms timestamps let raw SQL (the claim query) compare integers.
-  const adapter = new PrismaBetterSQLite3({ url: file, timeout: 10000 }, { timestampFormat: 'unixepoch-ms' });
-  const db = new PrismaClient({ adapter });
-  // WAL lets the HTTP intake write while the worker reads; NORMAL sync is durable at commit in WAL.
-  await db.$queryRawUnsafe('PRAGMA journal_mode = WAL');
-  await db.$queryRawUnsafe('PRAGMA synchronous = NORMAL');
-  await db.$queryRawUnsafe('PRAGMA foreign_keys = ON');
+  const adapter = wrapConnect(new PrismaBetterSQLite3({ url: file, timeout: 10000 }, { timestampFormat: 'unixepoch-ms' }), (a) => {
+    conn = (a as unknown as { client: BetterSqlite3.Database }).client;
+    configureSqlite(conn);
+    return serialisedSqlite(a, lock);
+  });
+  const db = new PrismaClientOf({ adapter });
+  await db.$connect();
+  raws.set(db, {
+    provider,
+    exclusive: (fn) =>
+      lock.run(() => {
+        if (!conn || !conn.open) throw new Error('the SQLite connection is closed');
+        return fn(conn);
+      }),
+  });
   return db;
 }

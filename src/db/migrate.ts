@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { providerOf, sqliteFile, type DbProvider } from './client';
+import { configureSqlite, providerOf, sqliteFile, type DbProvider } from './client';
 
 export interface Migration {
   name: string;
@@ -15,8 +15,12 @@ export interface Migration {
   checksum: string;
 }
 
+/**
+ * The build ships both providers' migrations in dist/prisma (scripts/build.mjs); from source
+ * they are read from prisma/. Either way from two levels up: src/db → root, dist/src/db → dist.
+ */
 export function migrationsDir(provider: DbProvider): string {
-  return path.resolve(__dirname, '..', '..', ...(__dirname.includes(`${path.sep}dist${path.sep}`) ? ['..'] : []), 'prisma', provider, 'migrations');
+  return path.resolve(__dirname, '..', '..', 'prisma', provider, 'migrations');
 }
 
 export function readMigrations(provider: DbProvider): Migration[] {
@@ -85,6 +89,7 @@ function applySqlite(url: string, migrations: Migration[]): string[] {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const db = new Database(file, { timeout: 10000 });
   try {
+    configureSqlite(db);
     db.exec(SQLITE_TABLE);
     // IMMEDIATE takes the write lock up front, so two processes starting together serialise here.
     const run = db.transaction(() => {

@@ -1,0 +1,105 @@
+// Prepared raw statements, for the few hot paths where Prisma's per-query cost dominates (the
+// intake's group commit, the pacer's take). One SQL text per provider; everything else uses
+// Prisma. SQLite statements run on Prisma's own connection under its lock (see client.ts);
+// PostgreSQL statements are named, so each pooled connection prepares them once.
+import type BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import type { DbProvider, RawDb } from './client';
+
+export interface RawStatement<R> {
+  /** Runs the statement; rows for a query (or a RETURNING clause), [] otherwise. */
+  run(params: unknown[]): Promise<R[]>;
+}
+
+/**
+ * Builds a statement's SQL for a provider. `p(n, pgType?)` is parameter n (1-based) of run()'s
+ * array, cast to pgType on PostgreSQL; a parameter may appear several times.
+ */
+export type StatementBuilder = (p: (n: number, pgType?: string) => string, provider: DbProvider) => string;
+
+/** pg parses `timestamp` (no zone) as local time and int8 as a string: read both as Prisma does. */
+const PG_TYPES = {
+  getTypeParser(oid: number, format?: 'text' | 'binary'): (value: string) => unknown {
+    if (oid === 1114) return (v: string) => new Date(`${v.replace(' ', 'T')}Z`);
+    if (oid === 20) return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format ?? 'text') as (value: string) => unknown;
+  },
+};
+
+const sqliteStatements = new WeakMap<BetterSqlite3.Database, Map<string, BetterSqlite3.Statement>>();
+
+function sqliteStatement(conn: BetterSqlite3.Database, name: string, text: string): BetterSqlite3.Statement {
+  let cache = sqliteStatements.get(conn);
+  if (!cache) sqliteStatements.set(conn, (cache = new Map()));
+  let st = cache.get(name);
+  if (!st) {
+    // integers as numbers: the connection defaults to BigInt (Prisma's adapter), our values fit
+    st = conn.prepare(text);
+    if (st.reader) st.safeIntegers(false);
+    cache.set(name, st);
+  }
+  return st;
+}
+
+/** Runs `text` on the SQLite connection synchronously (call inside RawDb.exclusive). */
+export function runSqlite<R>(conn: BetterSqlite3.Database, name: string, text: string, params: unknown[]): R[] {
+  return execSqlite<R>(conn, name, text, params).rows;
+}
+
+/** Like runSqlite, with the number of rows changed. */
+export function execSqlite<R>(conn: BetterSqlite3.Database, name: string, text: string, params: unknown[]): { rows: R[]; changes: number } {
+  const st = sqliteStatement(conn, name, text);
+  if (st.reader) {
+    const rows = st.all(...params) as R[];
+    return { rows, changes: rows.length };
+  }
+  return { rows: [], changes: st.run(...params).changes };
+}
+
+/** A statement's SQLite text, with `?` bound in order of appearance: which parameter each one is. */
+export interface SqliteStatement {
+  text: string;
+  order: number[];
+}
+
+export function compileSqlite(build: StatementBuilder): SqliteStatement {
+  const order: number[] = [];
+  // better-sqlite3 binds JS numbers as REAL: integer columns and arithmetic need the cast
+  const integral = new Set(['bigint', 'integer', 'int', 'timestamp']);
+  const text = build((n, type) => (order.push(n), type && integral.has(type) ? 'CAST(? AS INTEGER)' : '?'), 'sqlite');
+  return { text, order };
+}
+
+/** Runs a compiled statement with run()'s parameter array (call inside RawDb.exclusive). */
+export function execCompiled<R>(conn: BetterSqlite3.Database, name: string, st: SqliteStatement, params: unknown[]): { rows: R[]; changes: number } {
+  return execSqlite<R>(conn, name, st.text, st.order.map((n) => params[n - 1]));
+}
+
+/**
+ * `replan`: on PostgreSQL, plan every execution with its parameters (an unnamed statement) rather
+ * than letting the server settle on a generic plan, for a statement whose best plan depends on
+ * how much data the parameters select (the claim behind a deep backlog).
+ */
+export function prepare<R>(raw: RawDb, name: string, build: StatementBuilder, opts: { replan?: boolean } = {}): RawStatement<R> {
+  if (raw.provider === 'sqlite') {
+    const st = compileSqlite(build);
+    return { run: (params) => raw.exclusive((conn) => execCompiled<R>(conn, name, st, params).rows) };
+  }
+  const text = build((n, type) => (type ? `$${n}::${type}` : `$${n}`), 'postgres');
+  return {
+    run: async (params) => (await raw.pool.query<R & pg.QueryResultRow>({ ...(opts.replan ? {} : { name }), text, values: params, types: PG_TYPES })).rows,
+  };
+}
+
+/** A timestamp parameter as each provider stores it: epoch ms on SQLite, UTC wall time on PostgreSQL (as Prisma writes it). */
+export function rawTimestamp(provider: DbProvider, d: Date): number | string {
+  if (provider === 'sqlite') return d.getTime();
+  return d.toISOString().replace('T', ' ').replace('Z', '');
+}
+
+/** A timestamp read back from a raw row. */
+export function rawDate(v: unknown): Date | null {
+  if (v === null || v === undefined) return null;
+  if (v instanceof Date) return v;
+  return new Date(typeof v === 'bigint' ? Number(v) : (v as number | string));
+}
