@@ -1,0 +1,233 @@
+// What stage 2 reads and writes for the forwarded topics, set-based: one query per kind of
+// state per batch (shops, customer digests, order summaries, fulfillments, existing messages,
+// orders of abandoned checkouts), and one write transaction per batch (see write()).
+import { Prisma } from '@prisma/client';
+import { rawOf, type Db, type DbProvider } from '../db/client';
+import { prepare, rawDate, type RawStatement, type StatementBuilder } from '../db/raw';
+import { Sql } from '../outbox/sql';
+import type { StoredFulfillment, StoredOrder } from '../mapping';
+import { STOREFRONT_ABANDONMENTS } from '../pixel/store';
+
+type Tx = Prisma.TransactionClient;
+
+export interface ShopRow {
+  id: string;
+  domain: string;
+  uninstalledAt: Date | null;
+  connection: { status: string } | null;
+  settings: { data: string } | null;
+}
+
+export interface ExistingMessage {
+  id: number;
+  status: string;
+  dueAt: Date;
+}
+
+/** Keys of per-shop state: shop id and the object's id. */
+export const keyOf = (shopId: string, id: string) => `${shopId}\u0000${id}`;
+
+/**
+ * One filter term per shop for keys of several shops: `(shopId = a AND id IN (...)) OR ...`,
+ * so a batch of many shops reads or deletes in one statement, each term served by the
+ * (shopId, id) index.
+ */
+function byShop<T>(keys: Iterable<string>, term: (shopId: string, ids: string[]) => T): T[] {
+  const ids = new Map<string, string[]>();
+  for (const k of keys) {
+    const cut = k.indexOf('\u0000');
+    const shopId = k.slice(0, cut);
+    const list = ids.get(shopId);
+    if (list) list.push(k.slice(cut + 1));
+    else ids.set(shopId, [k.slice(cut + 1)]);
+  }
+  return [...ids].map(([shopId, list]) => term(shopId, list));
+}
+
+export interface WritePlan {
+  /** Pending checkout_abandoned messages to cancel, by checkout token or email (an order came). */
+  cancels: Array<{ shopId: string; tokens: string[]; emails: string[] }>;
+  /** Still-pending abandoned checkouts that newer checkout activity moves later. */
+  abandonmentUpdates: Array<{ id: number; runAt: Date; body: string; email: string | null }>;
+  /** Skipped messages whose event now has a usable address: they take the new version. */
+  replacements: Array<{ id: number; row: Prisma.OutboxMessageCreateManyInput }>;
+  inserts: Prisma.OutboxMessageCreateManyInput[];
+  digests: Array<{ shopId: string; customerId: string; digest: string; consentState: string | null }>;
+  orders: Array<{ shopId: string; order: StoredOrder }>;
+  fulfillments: Array<{ shopId: string; state: StoredFulfillment }>;
+}
+
+export const emptyPlan = (): WritePlan => ({ cancels: [], abandonmentUpdates: [], replacements: [], inserts: [], digests: [], orders: [], fulfillments: [] });
+
+// Parameter 1: the domains (a JSON array on SQLite, an array on PostgreSQL).
+const SHOPS: StatementBuilder = (p, provider) => `
+  SELECT "s"."id", "s"."domain", "s"."uninstalledAt", "c"."status", "t"."data"
+  FROM "Shop" AS "s"
+  LEFT JOIN "Connection" AS "c" ON "c"."shopId" = "s"."id"
+  LEFT JOIN "ShopSettings" AS "t" ON "t"."shopId" = "s"."id"
+  WHERE ${provider === 'postgres' ? `"s"."domain" = ANY(${p(1, 'text[]')})` : `"s"."domain" IN (SELECT "value" FROM json_each(${p(1)}))`}`;
+
+interface ShopSql {
+  id: string;
+  domain: string;
+  uninstalledAt: unknown;
+  status: string | null;
+  data: string | null;
+}
+
+export class ForwardStore {
+  private readonly shopsStatement: RawStatement<ShopSql>;
+
+  private readonly provider: DbProvider;
+
+  constructor(private readonly db: Db) {
+    this.provider = rawOf(db).provider;
+    this.shopsStatement = prepare(rawOf(db), 'stage2_shops', SHOPS);
+  }
+
+  /** The batch's shops with their connection status and settings: one prepared statement. */
+  async shops(domains: string[]): Promise<Map<string, ShopRow>> {
+    const raw = rawOf(this.db);
+    const rows = await this.shopsStatement.run([raw.provider === 'sqlite' ? JSON.stringify(domains) : domains]);
+    return new Map(
+      rows.map((r) => [
+        r.domain,
+        { id: r.id, domain: r.domain, uninstalledAt: rawDate(r.uninstalledAt), connection: r.status === null ? null : { status: r.status }, settings: r.data === null ? null : { data: r.data } },
+      ]),
+    );
+  }
+
+  async digests(keys: Set<string>): Promise<Map<string, { digest: string; consentState: string | null }>> {
+    const out = new Map<string, { digest: string; consentState: string | null }>();
+    if (keys.size === 0) return out;
+    const rows = await this.db.customerDigest.findMany({ where: { OR: byShop(keys, (shopId, ids) => ({ shopId, customerId: { in: ids } })) } });
+    for (const r of rows) out.set(keyOf(r.shopId, r.customerId), { digest: r.digest, consentState: r.consentState });
+    return out;
+  }
+
+  async orders(keys: Set<string>): Promise<Map<string, StoredOrder>> {
+    const out = new Map<string, StoredOrder>();
+    if (keys.size === 0) return out;
+    const rows = await this.db.orderSummary.findMany({
+      where: { OR: byShop(keys, (shopId, ids) => ({ shopId, orderId: { in: ids } })) },
+      select: { shopId: true, orderId: true, summary: true },
+    });
+    for (const r of rows) out.set(keyOf(r.shopId, r.orderId), JSON.parse(r.summary) as StoredOrder);
+    return out;
+  }
+
+  /** For orders stored before order summaries existed: the email of the last message about the order. */
+  async orderEmailsFromMessages(keys: Set<string>): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (keys.size === 0) return out;
+    const rows = await this.db.outboxMessage.findMany({
+      where: { email: { not: null }, OR: byShop(keys, (shopId, ids) => ({ shopId, orderId: { in: ids } })) },
+      orderBy: { id: 'asc' },
+      select: { shopId: true, orderId: true, email: true },
+    });
+    for (const r of rows) out.set(keyOf(r.shopId, r.orderId!), r.email!);
+    return out;
+  }
+
+  async fulfillments(keys: Set<string>): Promise<Map<string, StoredFulfillment>> {
+    const out = new Map<string, StoredFulfillment>();
+    if (keys.size === 0) return out;
+    const rows = await this.db.fulfillmentState.findMany({
+      where: { OR: byShop(keys, (shopId, ids) => ({ shopId, fulfillmentId: { in: ids } })) },
+      select: { shopId: true, fulfillmentId: true, state: true },
+    });
+    for (const r of rows) out.set(keyOf(r.shopId, r.fulfillmentId), JSON.parse(r.state) as StoredFulfillment);
+    return out;
+  }
+
+  /** Messages the shops already have under these source ids (keys: shop id and source id). */
+  async existing(keys: Set<string>): Promise<Map<string, ExistingMessage>> {
+    if (keys.size === 0) return new Map();
+    // raw SQL: a third of the ORM's cost, on the hot path of every batch
+    const rows = await this.db.$queryRaw<Array<{ id: number | bigint; shopId: string; sourceId: string; status: string; dueAt: unknown }>>(
+      Prisma.sql`SELECT "id", "shopId", "sourceId", "status", "dueAt" FROM "OutboxMessage" WHERE ${anyOf(byShop(keys, (shopId, ids) => Prisma.sql`("shopId" = ${shopId} AND "sourceId" IN (${Prisma.join(ids)}))`))}`,
+    );
+    return new Map(rows.map((r) => [keyOf(r.shopId, r.sourceId), { id: Number(r.id), status: r.status, dueAt: Sql.toDate(r.dueAt)! }]));
+  }
+
+  /**
+   * Orders already stored for these checkout tokens, and the latest order time per email (keys:
+   * shop id and token or email): what decides that an abandoned checkout ended in a purchase.
+   * One query per kind of key over all the shops, each term served by its (shopId, key,
+   * eventName) index.
+   */
+  async ordersFor(tokens: Set<string>, emails: Set<string>): Promise<{ tokens: Set<string>; emailLatest: Map<string, Date> }> {
+    const placed = { eventName: 'order_placed' };
+    const byToken = tokens.size
+      ? await this.db.outboxMessage.findMany({ where: { ...placed, OR: byShop(tokens, (shopId, ids) => ({ shopId, checkoutToken: { in: ids } })) }, select: { shopId: true, checkoutToken: true } })
+      : [];
+    const byEmail = emails.size
+      ? await this.db.outboxMessage.groupBy({ by: ['shopId', 'email'], where: { ...placed, OR: byShop(emails, (shopId, ids) => ({ shopId, email: { in: ids } })) }, _max: { createdAt: true } })
+      : [];
+    const emailLatest = new Map<string, Date>();
+    for (const r of byEmail) if (r.email && r._max.createdAt) emailLatest.set(keyOf(r.shopId, r.email), r._max.createdAt);
+    return { tokens: new Set(byToken.map((r) => keyOf(r.shopId, r.checkoutToken!))), emailLatest };
+  }
+
+  /** Applies a batch's plan in the caller's transaction. */
+  async write(tx: Tx, plan: WritePlan, now: Date): Promise<void> {
+    const cancelled = { status: 'cancelled', lastError: 'the customer placed an order' };
+    const pending = ['queued', 'held'];
+    // an order ends the shopper's storefront abandonments (browse, cart) too, by email
+    const byEmail = Prisma.join(['checkout_abandoned', ...STOREFRONT_ABANDONMENTS]);
+    const terms: Prisma.Sql[] = [];
+    for (const c of plan.cancels) {
+      if (c.tokens.length) terms.push(Prisma.sql`("shopId" = ${c.shopId} AND "checkoutToken" IN (${Prisma.join(c.tokens)}) AND "eventName" = 'checkout_abandoned')`);
+      if (c.emails.length) terms.push(Prisma.sql`("shopId" = ${c.shopId} AND "email" IN (${Prisma.join(c.emails)}) AND "eventName" IN (${byEmail}))`);
+    }
+    if (terms.length) {
+      // Two steps, each planned on its own index: the abandonments of these tokens and emails
+      // through (shopId, checkoutToken|email, eventName), then the pending ones by id. One
+      // statement that also names the status made SQLite walk the shop's whole queue instead
+      // (a deep backlog made every order slow; test/faults/deep-backlog.test.ts).
+      const found = await tx.$queryRaw<Array<{ id: number | bigint; status: string }>>(Prisma.sql`SELECT "id", "status" FROM "OutboxMessage" WHERE ${anyOf(terms)}`);
+      const ids = found.filter((m) => pending.includes(m.status)).map((m) => Number(m.id));
+      if (ids.length) await tx.outboxMessage.updateMany({ where: { id: { in: ids }, status: { in: pending } }, data: cancelled });
+    }
+    for (const u of plan.abandonmentUpdates) {
+      // only newer activity moves the abandonment, and only while it is still pending
+      await tx.outboxMessage.updateMany({
+        where: { id: u.id, status: { in: ['queued', 'held'] }, dueAt: { lte: u.runAt } },
+        data: { body: u.body, email: u.email, runAt: u.runAt, dueAt: u.runAt },
+      });
+    }
+    for (const r of plan.replacements) {
+      const { shopId: _s, sourceId: _i, ...row } = r.row;
+      await tx.outboxMessage.updateMany({ where: { id: r.id, status: 'skipped' }, data: row });
+    }
+    if (plan.inserts.length) await tx.outboxMessage.createMany({ data: plan.inserts });
+    // state rows: one upsert per kind, whatever the number of shops
+    const ts = (d: Date) => (this.provider === 'sqlite' ? d.getTime() : d);
+    if (plan.digests.length) {
+      await upsert(tx, 'CustomerDigest', ['shopId', 'customerId'], ['digest', 'consentState', 'updatedAt'], plan.digests.map((d) => [d.shopId, d.customerId, d.digest, d.consentState, ts(now)]));
+    }
+    if (plan.orders.length) {
+      await upsert(tx, 'OrderSummary', ['shopId', 'orderId'], ['email', 'customerId', 'summary', 'updatedAt'], plan.orders.map(({ shopId, order }) => [shopId, order.orderId, order.email, order.customerId, JSON.stringify(order), ts(now)]));
+    }
+    if (plan.fulfillments.length) {
+      await upsert(tx, 'FulfillmentState', ['shopId', 'fulfillmentId'], ['orderId', 'email', 'state', 'updatedAt'], plan.fulfillments.map(({ shopId, state }) => [shopId, state.fulfillmentId, state.orderId, state.email, JSON.stringify(state), ts(now)]));
+    }
+  }
+}
+
+/** Terms joined with OR (each a parenthesised condition). */
+function anyOf(terms: Prisma.Sql[]): Prisma.Sql {
+  return Prisma.join(terms, ' OR ');
+}
+
+/**
+ * INSERT ... ON CONFLICT (key) DO UPDATE for rows of one table, in one statement. The plan holds
+ * one row per key (later receipts of the batch replaced earlier ones), as PostgreSQL requires.
+ */
+async function upsert(tx: Tx, table: string, key: string[], columns: string[], rows: unknown[][]): Promise<void> {
+  const q = (c: string) => `"${c}"`;
+  const values = rows.map((r) => Prisma.sql`(${Prisma.join(r)})`);
+  await tx.$executeRaw(Prisma.sql`
+    INSERT INTO ${Prisma.raw(q(table))} (${Prisma.raw([...key, ...columns].map(q).join(', '))}) VALUES ${Prisma.join(values)}
+    ON CONFLICT (${Prisma.raw(key.map(q).join(', '))}) DO UPDATE SET ${Prisma.raw(columns.map((c) => `${q(c)} = excluded.${q(c)}`).join(', '))}`);
+}

@@ -1,0 +1,370 @@
+// Stage 2: takes stored receipts in batches, in arrival order per shop, and runs the use cases
+// on them (mapping, change detection, abandonment, shipping state, GDPR). Receipts are spread
+// over partitions by shop; a process works a partition under a lease, so one shop's receipts
+// are processed by one process at a time, in order, while other partitions run elsewhere.
+// Each batch's effects and the marking of its receipts commit in one transaction, fenced on the
+// lease: a crash mid-batch redoes the batch, and nothing is doubled (messages are unique by
+// source id, receipts are marked only while still pending).
+import { randomUUID } from 'node:crypto';
+import { rawOf, type Db, type DbProvider } from '../db/client';
+import { prepare, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
+import { parseWebhookBody } from '../mapping';
+import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
+import { lowerDue, type DueEntry } from '../outbox/due';
+import { Sql } from '../outbox/sql';
+import type { ForwardResult, ParsedReceipt } from '../use-cases/forward-receipts';
+import { GDPR_TOPICS, type GdprResult } from '../use-cases/gdpr';
+import type { ForwardStore } from './forward-store';
+import { PARTITIONS, type PendingReceipt, type ReceiptOutcome, type ReceiptStore } from './receipt-store';
+import { Prisma } from '@prisma/client';
+
+/** A topic handled beside the forwarded ones (bulk operation finished, scopes changed, product changed). */
+export type SideHandler = (r: ParsedReceipt) => Promise<{ outcome: 'accepted' | 'ignored'; reason?: string }>;
+
+/** What a stage for another kind of receipt (storefront pixel batches) plans for a batch. */
+export interface StagePlan {
+  outcomes: ReceiptOutcome[];
+  /** Applies the plan in the batch's transaction. */
+  write(tx: Prisma.TransactionClient, now: Date): Promise<void>;
+  /** Messages it queued, to index as due in the same transaction. */
+  due: DueEntry[];
+}
+
+/** Stage 2 for receipts of kind 'pixel': reads what it needs, writes nothing until write(). */
+export type PixelStage = (items: ParsedReceipt[]) => Promise<StagePlan>;
+
+export interface ProcessorDeps {
+  db: Db;
+  provider: DbProvider;
+  logger: Logger;
+  metrics: Metrics;
+  receipts: ReceiptStore;
+  forwardStore: ForwardStore;
+  forward: (items: ParsedReceipt[]) => Promise<ForwardResult>;
+  gdpr: { handle(r: ParsedReceipt): Promise<GdprResult> };
+  /** Topics handled by a side handler rather than forwarded. */
+  sideHandlers?: Record<string, SideHandler>;
+  /** Storefront pixel batches (receipts of kind 'pixel'); ignored without it. */
+  pixel?: PixelStage;
+  /** After a commit that queued messages: index them and wake the delivery workers. */
+  onDue: (entries: DueEntry[]) => void;
+  now?: () => Date;
+  processorId?: string;
+  /** Receipts per batch. */
+  batchSize?: number;
+  /** How long one partition's turn lasts before the next partition's (ms). */
+  turnMs?: number;
+  /** A partition's lease, renewed by every batch. */
+  leaseMs?: number;
+  /** The slow safety poll when no wake-up comes. */
+  safetyPollMs?: number;
+  /** How long processed receipts are kept for deduplication (RECEIPT_RETENTION_DAYS). */
+  retentionMs?: number;
+}
+
+class LeaseLost extends Error {}
+
+// Partitions with pending receipts: one index probe each.
+const PENDING_PARTITIONS: StatementBuilder = () => `
+  WITH "t" ("p") AS (VALUES ${Array.from({ length: PARTITIONS }, (_, p) => `(${p})`).join(', ')})
+  SELECT "p" FROM "t" WHERE EXISTS (SELECT 1 FROM "WebhookReceipt" WHERE "partition" = "t"."p" AND "processedAt" IS NULL)`;
+// A partition's lease, free, ours already, or expired. Parameters: 1 processor, 2 until, 3 partition, 4 now.
+const LEASE: StatementBuilder = (p) => `
+  UPDATE "ReceiptLease" SET "owner" = ${p(1)}, "leasedUntil" = ${p(2, 'timestamp')}
+  WHERE "partition" = ${p(3, 'integer')} AND ("owner" IS NULL OR "owner" = ${p(1)} OR "leasedUntil" < ${p(4, 'timestamp')})
+  RETURNING "partition"`;
+
+export class ReceiptProcessor {
+  readonly processorId: string;
+  private readonly now: () => Date;
+  private readonly sql: Sql;
+  private stopping = false;
+  private loop?: Promise<void>;
+  private wake?: () => void;
+  private woken = false;
+  private lastRetention = 0;
+  private seeded = false;
+  private readonly leaseStatement: RawStatement<{ partition: number }>;
+  private readonly pendingPartitionsStatement: RawStatement<{ p: number }>;
+
+  constructor(private readonly deps: ProcessorDeps) {
+    this.processorId = deps.processorId ?? `p-${randomUUID().slice(0, 8)}`;
+    this.now = deps.now ?? (() => new Date());
+    this.sql = new Sql(deps.db, deps.provider);
+    this.leaseStatement = prepare(rawOf(deps.db), 'receipt_lease', LEASE);
+    this.pendingPartitionsStatement = prepare(rawOf(deps.db), 'receipt_partitions', PENDING_PARTITIONS);
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.stopping = false;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.nudge();
+    await this.loop;
+    this.loop = undefined;
+  }
+
+  /** New receipts were stored (here or in a web process). */
+  nudge(): void {
+    this.woken = true;
+    this.wake?.();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopping) {
+      this.woken = false;
+      try {
+        await this.drainAll();
+        await this.housekeeping();
+      } catch (err) {
+        this.deps.logger.error({ err: (err as Error).message }, 'receipt processing failed; retrying');
+        await new Promise((r) => setTimeout(r, 1000));
+        continue;
+      }
+      if (this.stopping || this.woken) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.deps.safetyPollMs ?? 5_000);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+  }
+
+  /**
+   * Processes everything pending now, partition by partition, in turns of a few seconds each,
+   * round after round until no partition it could lease has receipts left; returns how many.
+   * Under a stream that never ends it returns after a minute, asking the loop to come straight
+   * back, so the hourly housekeeping still gets its turn.
+   */
+  async drainAll(): Promise<number> {
+    await this.seedLeases();
+    let total = 0;
+    const started = Date.now();
+    for (;;) {
+      if (Date.now() - started > 60_000) {
+        this.woken = true;
+        return total;
+      }
+      let more = false;
+      for (const partition of await this.pendingPartitions()) {
+        if (this.stopping) return total;
+        if (!(await this.lease(partition))) continue;
+        const turn = { released: false };
+        try {
+          const r = await this.drainPartition(partition, turn);
+          total += r.done;
+          more ||= r.more;
+        } finally {
+          // the batch that drained the partition gave the lease up in its own transaction
+          if (!turn.released) await this.deps.db.receiptLease.updateMany({ where: { partition, owner: this.processorId }, data: { owner: null, leasedUntil: null } });
+        }
+      }
+      if (!more) return total;
+    }
+  }
+
+  private async seedLeases(): Promise<void> {
+    if (this.seeded) return;
+    const values = Array.from({ length: PARTITIONS }, (_, p) => Prisma.sql`(${this.sql.int(p)})`);
+    await this.deps.db.$executeRaw(Prisma.sql`INSERT INTO "ReceiptLease" ("partition") VALUES ${Prisma.join(values)} ON CONFLICT ("partition") DO NOTHING`);
+    this.seeded = true;
+  }
+
+  /** Partitions with pending receipts: one index probe each. */
+  private async pendingPartitions(): Promise<number[]> {
+    const rows = await this.pendingPartitionsStatement.run([]);
+    return rows.map((r) => Number(r.p));
+  }
+
+  private async lease(partition: number): Promise<boolean> {
+    const now = this.now();
+    const until = new Date(now.getTime() + (this.deps.leaseMs ?? 15_000));
+    const rows = await this.leaseStatement.run([this.processorId, rawTimestamp(this.deps.provider, until), partition, rawTimestamp(this.deps.provider, now)]);
+    return rows.length === 1;
+  }
+
+  /**
+   * One turn on a partition. A batch is read once and worked through unit by unit (a compliance
+   * receipt is a unit of its own); `more` says the turn ended with receipts left.
+   */
+  private async drainPartition(partition: number, turn: { released: boolean }): Promise<{ done: number; more: boolean }> {
+    let done = 0;
+    const started = Date.now();
+    const batchSize = this.deps.batchSize ?? 200;
+    let queue: PendingReceipt[] = [];
+    // a short batch is all there is: receipts stored meanwhile come with a wake-up of their own
+    let last = false;
+    let drained = false;
+    // a turn of a few seconds (at least one unit), so other partitions of this process get theirs
+    for (let first = true; !this.stopping && (first || Date.now() - started < (this.deps.turnMs ?? 5_000)); first = false) {
+      if (queue.length === 0) {
+        if (!last) queue = await this.deps.receipts.pending(partition, batchSize);
+        if (queue.length === 0) {
+          drained = true;
+          break;
+        }
+        last = queue.length < batchSize;
+      }
+      const compliance = GDPR_TOPICS.has(queue[0]!.topic);
+      const n = await this.processSafely(partition, queue, last ? turn : undefined);
+      done += n;
+      if (compliance) {
+        // a redaction erases receipts after it: the rest is read again
+        queue = [];
+        last = false;
+      } else queue = queue.slice(n);
+    }
+    if (last && queue.length === 0) drained = true;
+    return { done, more: !this.stopping && !drained };
+  }
+
+  /**
+   * A unit that fails is tried again one receipt at a time, so one receipt the database refuses
+   * (hostile content) cannot hold up the others. A receipt that fails alone twice with the same
+   * error is recorded as rejected, with that error, and its body erased. A database that is
+   * away fails every try, including the recording, and the rest waits for the next pass.
+   */
+  private async processSafely(partition: number, pending: PendingReceipt[], turn?: { released: boolean }): Promise<number> {
+    try {
+      return await this.processUnit(partition, pending, turn);
+    } catch (err) {
+      if (err instanceof LeaseLost || pending.length === 1) throw err;
+    }
+    const end = unitEnd(pending);
+    for (let i = 0; i < end; i++) {
+      if (this.stopping) return i;
+      await this.processAlone(partition, pending[i]!);
+    }
+    return end;
+  }
+
+  private async processAlone(partition: number, receipt: PendingReceipt): Promise<void> {
+    let error: string | null = null;
+    for (let tries = 0; tries < 2; tries++) {
+      try {
+        await this.processUnit(partition, [receipt]);
+        return;
+      } catch (err) {
+        if (err instanceof LeaseLost) throw err;
+        const message = (err as Error).message;
+        if (error !== null && error !== message) throw err;
+        error = message;
+      }
+    }
+    const outcome: ReceiptOutcome = { id: receipt.id, outcome: 'rejected', reason: `could not be processed: ${describeError(error!)}`, messageCount: 0, customerId: null };
+    await this.deps.db.$transaction((tx) => this.deps.receipts.markProcessed(tx, [outcome], this.now()));
+    this.deps.logger.error({ receiptId: receipt.id, topic: receipt.topic, err: outcome.reason }, 'a receipt could not be processed and was recorded as rejected');
+    this.count([outcome]);
+  }
+
+  /**
+   * Processes the first unit of the pending receipts: a compliance receipt alone (it changes
+   * what the receipts after it may see), or the run of ordinary receipts up to the next one.
+   */
+  private async processUnit(partition: number, pending: PendingReceipt[], turn?: { released: boolean }): Promise<number> {
+    // only the unit is parsed: the receipts after it wait for units of their own
+    const unit = pending.slice(0, unitEnd(pending)).map(parse);
+    const gdpr = GDPR_TOPICS.has(pending[0]!.topic) ? unit[0]!.receipt : undefined;
+    if (gdpr) {
+      const res = await this.deps.gdpr.handle(gdpr);
+      this.count([res.outcome]);
+      if (res.due.length) this.deps.onDue(res.due);
+      return 1;
+    }
+    const outcomes: ReceiptOutcome[] = [];
+    const toForward: ParsedReceipt[] = [];
+    const pixel: ParsedReceipt[] = [];
+    for (const p of unit) {
+      if (!p.receipt) outcomes.push(p.rejected!);
+      else if (p.kind === 'pixel') {
+        if (this.deps.pixel) pixel.push(p.receipt);
+        else outcomes.push({ id: p.receipt.id, outcome: 'ignored', reason: 'storefront events are not processed here', messageCount: 0, customerId: null });
+      } else if (this.deps.sideHandlers?.[p.receipt.topic]) {
+        const r = p.receipt;
+        const side = await this.deps.sideHandlers[r.topic]!(r);
+        outcomes.push({ id: r.id, outcome: side.outcome, reason: side.reason ?? null, messageCount: 0, customerId: null });
+      } else toForward.push(p.receipt);
+    }
+    const forwarded = toForward.length ? await this.deps.forward(toForward) : null;
+    if (forwarded) outcomes.push(...forwarded.outcomes);
+    const pixelPlan = pixel.length ? await this.deps.pixel!(pixel) : null;
+    if (pixelPlan) outcomes.push(...pixelPlan.outcomes);
+    const now = this.now();
+    // the last batch of a turn (all of the pending receipts) gives the lease up as it commits
+    const release = turn !== undefined && unit.length === pending.length;
+    await this.deps.db.$transaction(async (tx) => {
+      const until = release ? null : this.sql.ts(new Date(now.getTime() + (this.deps.leaseMs ?? 15_000)));
+      const owner = release ? null : this.processorId;
+      const renewed = await tx.$executeRaw(Prisma.sql`
+        UPDATE "ReceiptLease" SET "owner" = ${owner}, "leasedUntil" = ${until}
+        WHERE "partition" = ${this.sql.int(partition)} AND "owner" = ${this.processorId}`);
+      if (renewed !== 1) throw new LeaseLost(`lost the lease on receipt partition ${partition}`);
+      // storefront first: a shopper's adds come before their order, and the order's write
+      // cancels the storefront abandonments of its email, those of this batch included
+      if (pixelPlan) {
+        await pixelPlan.write(tx, now);
+        await lowerDue(tx, this.deps.provider, pixelPlan.due);
+      }
+      if (forwarded) {
+        await this.deps.forwardStore.write(tx, forwarded.plan, now);
+        await lowerDue(tx, this.deps.provider, forwarded.due);
+      }
+      const marked = await this.deps.receipts.markProcessed(tx, outcomes, now);
+      // fewer than given: another processor did them meanwhile; give this batch up, nothing written
+      if (marked !== outcomes.length) throw new LeaseLost(`receipts of partition ${partition} were processed elsewhere`);
+    });
+    if (release) turn.released = true;
+    this.count(outcomes);
+    const due = [...(forwarded?.due ?? []), ...(pixelPlan?.due ?? [])];
+    if (due.length) this.deps.onDue(due);
+    return unit.length;
+  }
+
+  private count(outcomes: ReceiptOutcome[]): void {
+    for (const o of outcomes) this.deps.metrics.receiptsProcessed.inc({ outcome: o.outcome });
+  }
+
+  /** Processed receipts past the dedupe window are deleted, about once an hour. */
+  private async housekeeping(): Promise<void> {
+    if (Date.now() - this.lastRetention < 3_600_000) return;
+    this.lastRetention = Date.now();
+    const cutoff = new Date(this.now().getTime() - (this.deps.retentionMs ?? 7 * 86_400_000));
+    const deleted = await this.deps.receipts.deleteExpired(cutoff);
+    if (deleted) this.deps.logger.info({ deleted }, 'deleted receipts past the dedupe window');
+  }
+}
+
+/** The database's own words: Prisma puts them on the last line, after the call site. */
+function describeError(message: string): string {
+  return message.split('\n').map((l) => l.trim()).filter(Boolean).pop()?.slice(0, 200) ?? 'unknown error';
+}
+
+interface Parsed {
+  kind: string;
+  receipt?: ParsedReceipt;
+  rejected?: ReceiptOutcome;
+}
+
+/** How many receipts from the first make one unit: a compliance receipt alone, else the run up to the next one. */
+function unitEnd(pending: PendingReceipt[]): number {
+  if (pending.length === 0 || GDPR_TOPICS.has(pending[0]!.topic)) return Math.min(1, pending.length);
+  const next = pending.findIndex((p) => GDPR_TOPICS.has(p.topic));
+  return next < 0 ? pending.length : next;
+}
+
+function parse(p: PendingReceipt): Parsed {
+  try {
+    const payload = parseWebhookBody(p.body ?? '');
+    return { kind: p.kind, receipt: { id: p.id, webhookId: p.webhookId, shopDomain: p.shopDomain, topic: p.topic, receivedAt: p.receivedAt, payload } };
+  } catch {
+    return { kind: p.kind, rejected: { id: p.id, outcome: 'rejected', reason: 'the body is not JSON', messageCount: 0, customerId: null } };
+  }
+}

@@ -1,0 +1,144 @@
+// Raw receipts: stage 1 writes them (one multi-row INSERT per group commit, a prepared raw
+// statement on each database, deduplicated on the webhook id), stage 2 reads them in arrival
+// order per partition and marks them processed, erasing the raw body. Kept for the dedupe
+// window, then deleted.
+import { Prisma, type WebhookReceipt } from '@prisma/client';
+import { rawOf, type Db, type DbProvider } from '../db/client';
+import { prepare, rawDate, rawTimestamp, runSqlite, type RawStatement, type StatementBuilder } from '../db/raw';
+import { Sql } from '../outbox/sql';
+
+/** Receipts are spread over this many partitions by shop; one processor works a partition at a time. */
+export const PARTITIONS = 16;
+
+export type ReceiptKind = 'webhook' | 'pixel';
+
+export interface NewReceipt {
+  webhookId: string;
+  shopDomain: string;
+  topic: string;
+  kind: ReceiptKind;
+  body: string;
+  apiVersion: string | null;
+  triggeredAt: Date | null;
+  receivedAt: Date;
+}
+
+export type PendingReceipt = Pick<WebhookReceipt, 'id' | 'webhookId' | 'shopDomain' | 'topic' | 'kind' | 'body' | 'apiVersion' | 'triggeredAt' | 'receivedAt'>;
+
+/** What stage 2 concluded about a receipt. */
+export interface ReceiptOutcome {
+  id: number;
+  outcome: 'accepted' | 'ignored' | 'rejected' | 'erased';
+  reason: string | null;
+  messageCount: number;
+  customerId: string | null;
+}
+
+/** FNV-1a of the shop domain: the same shop always lands in the same partition. */
+export function partitionOf(shopDomain: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < shopDomain.length; i++) {
+    h ^= shopDomain.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % PARTITIONS;
+}
+
+const COLUMNS = ['webhookId', 'shopDomain', 'topic', 'kind', 'body', 'apiVersion', 'triggeredAt', 'receivedAt', 'partition'] as const;
+const INSERT_HEAD = `INSERT INTO "WebhookReceipt" (${COLUMNS.map((c) => `"${c}"`).join(', ')})`;
+const INSERT_TAIL = `ON CONFLICT ("webhookId") DO NOTHING RETURNING "webhookId"`;
+// PostgreSQL: one statement for any number of rows, prepared once per connection
+const PG_INSERT = `${INSERT_HEAD}
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamp[], $8::timestamp[], $9::int[])
+  ${INSERT_TAIL}`;
+
+// Parameters: 1 partition, 2 limit. Served by the (partition, processedAt, id) index.
+const PENDING: StatementBuilder = (p) => `
+  SELECT "id", "webhookId", "shopDomain", "topic", "kind", "body", "apiVersion", "triggeredAt", "receivedAt"
+  FROM "WebhookReceipt" WHERE "partition" = ${p(1, 'integer')} AND "processedAt" IS NULL
+  ORDER BY "id" LIMIT ${p(2, 'integer')}`;
+
+type PendingRow = Omit<PendingReceipt, 'triggeredAt' | 'receivedAt'> & { triggeredAt: unknown; receivedAt: unknown };
+
+export class ReceiptStore {
+  private readonly sql: Sql;
+  private readonly pendingStatement: RawStatement<PendingRow>;
+
+  constructor(
+    private readonly db: Db,
+    readonly provider: DbProvider,
+  ) {
+    this.sql = new Sql(db, provider);
+    this.pendingStatement = prepare(rawOf(db), 'receipts_pending', PENDING);
+  }
+
+  /**
+   * Stage 1: stores a group of receipts in one statement (atomic: all or none). Returns the
+   * webhook ids that were new; the others were already stored (a repeat).
+   */
+  async insert(receipts: NewReceipt[]): Promise<Set<string>> {
+    if (receipts.length === 0) return new Set();
+    const ts = (d: Date | null) => (d === null ? null : rawTimestamp(this.provider, d));
+    const rows = receipts.map((r) => [r.webhookId, r.shopDomain, r.topic, r.kind, r.body, r.apiVersion, ts(r.triggeredAt), ts(r.receivedAt), partitionOf(r.shopDomain)]);
+    const raw = rawOf(this.db);
+    let inserted: Array<{ webhookId: string }>;
+    if (raw.provider === 'sqlite') {
+      // a multi-row VALUES statement per group size, prepared once and cached on the connection
+      const values = `(${COLUMNS.map(() => '?').join(', ')})`;
+      const text = `${INSERT_HEAD} VALUES ${Array.from({ length: rows.length }, () => values).join(', ')} ${INSERT_TAIL}`;
+      inserted = await raw.exclusive((conn) => runSqlite<{ webhookId: string }>(conn, `receipts_insert_${rows.length}`, text, rows.flat()));
+    } else {
+      const columns = COLUMNS.map((_, i) => rows.map((r) => r[i]));
+      inserted = await prepare<{ webhookId: string }>(raw, 'receipts_insert', () => PG_INSERT).run(columns);
+    }
+    return new Set(inserted.map((r) => r.webhookId));
+  }
+
+  /** Stage 2: the oldest pending receipts of a partition, in arrival order (a prepared statement). */
+  async pending(partition: number, limit: number): Promise<PendingReceipt[]> {
+    const rows = await this.pendingStatement.run([partition, limit]);
+    return rows.map((r) => ({
+      id: Number(r.id), webhookId: r.webhookId, shopDomain: r.shopDomain, topic: r.topic, kind: r.kind, body: r.body, apiVersion: r.apiVersion,
+      triggeredAt: rawDate(r.triggeredAt), receivedAt: rawDate(r.receivedAt)!,
+    }));
+  }
+
+  /**
+   * Marks receipts processed and erases their raw bodies, in the caller's transaction. Returns
+   * how many were still pending: fewer than given means another processor got there first.
+   */
+  async markProcessed(tx: Prisma.TransactionClient, outcomes: ReceiptOutcome[], at: Date): Promise<number> {
+    if (outcomes.length === 0) return 0;
+    const text = (v: string | null) => Prisma.sql`CAST(${v} AS TEXT)`;
+    const values = outcomes.map(
+      (o) => Prisma.sql`(CAST(${o.id} AS INTEGER), ${text(o.outcome)}, ${text(o.reason)}, CAST(${o.messageCount} AS INTEGER), ${text(o.customerId)})`,
+    );
+    return tx.$executeRaw(Prisma.sql`
+      WITH "v" ("id", "outcome", "reason", "count", "customerId") AS (VALUES ${Prisma.join(values)})
+      UPDATE "WebhookReceipt" SET "processedAt" = ${this.sql.ts(at)}, "body" = NULL, "outcome" = "v"."outcome", "reason" = "v"."reason",
+        "messageCount" = "v"."count", "customerId" = "v"."customerId"
+      FROM "v" WHERE "WebhookReceipt"."id" = "v"."id" AND "WebhookReceipt"."processedAt" IS NULL`);
+  }
+
+  /** Deletes processed receipts past the dedupe window, a chunk at a time; returns how many. */
+  async deleteExpired(processedBefore: Date, chunk = 5000): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const ids = await this.db.webhookReceipt.findMany({ where: { processedAt: { lt: processedBefore } }, select: { id: true }, take: chunk });
+      if (ids.length === 0) return total;
+      const res = await this.db.webhookReceipt.deleteMany({ where: { id: { in: ids.map((r) => r.id) } } });
+      total += res.count;
+      if (ids.length < chunk) return total;
+    }
+  }
+
+  /** Receipts not processed yet, and the age of the oldest: the intake's lag (whole app, or one shop). */
+  async lag(now: Date, shopDomain?: string): Promise<{ pending: number; oldestAgeS: number }> {
+    // raw SQL: Prisma's aggregate over a DateTime column reads SQLite's epoch-ms values as invalid dates
+    const shop = shopDomain ? Prisma.sql`AND "shopDomain" = ${shopDomain}` : Prisma.empty;
+    const rows = await this.sql.query<{ n: number | bigint; oldest: unknown }>(Prisma.sql`
+      SELECT COUNT(*) AS "n", MIN("receivedAt") AS "oldest" FROM "WebhookReceipt" WHERE "processedAt" IS NULL ${shop}`);
+    const oldest = Sql.toDate(rows[0]?.oldest);
+    return { pending: Number(rows[0]?.n ?? 0), oldestAgeS: oldest ? Math.max(0, (now.getTime() - oldest.getTime()) / 1000) : 0 };
+  }
+}
