@@ -1,9 +1,12 @@
 // Turns drafts of events into messages, applying the merchant's switches and the email rule.
 import type { EventName } from '../settings/settings';
+import { describeValue } from './email';
 import type { MapInput, MapOutput, NewMessage } from './types';
 
 export interface Draft {
   eventName: EventName;
+  /** Recorded as skipped, never sent (e.g. a checkout too old to be abandoned). */
+  skip?: NonNullable<NewMessage['skip']>;
   sourceId: string;
   occurredAt: string;
   attributes: Record<string, unknown>;
@@ -15,8 +18,15 @@ export interface Draft {
 
 export interface Subject {
   email: string | null;
-  /** The reason recorded when email is null, e.g. 'no email on the order'. */
+  /** The reason recorded when no email is given, e.g. 'no email on the order'. */
   noEmail: string;
+  /** An address that was given but is not one (chooseEmail's `unusable`). */
+  unusableEmail?: string | null;
+  /**
+   * Without any email: 'skip' records the events as skipped (shown in the delivery log); 'ignore'
+   * records nothing (a checkout, whose email the guest often types after the first webhook).
+   */
+  withoutEmail?: 'skip' | 'ignore';
   customerId: string | null;
   checkoutToken: string | null;
   orderId?: string | null;
@@ -34,14 +44,15 @@ function turnedOff(names: EventName[]): string {
 }
 
 /**
- * Builds the output for one webhook. `extra` carries cancelAbandoned and customerState, which
- * the intake applies even when nothing is forwarded.
+ * Builds the output for one webhook. `extra` carries cancelAbandoned and the state to store
+ * (customerState, orderSummary, fulfillmentState), which the intake applies even when nothing
+ * is forwarded.
  */
 export function assemble(
   input: MapInput,
   subject: Subject,
   drafts: Draft[],
-  extra: Pick<MapOutput, 'cancelAbandoned' | 'customerState'> & { whenEmpty?: string } = {},
+  extra: Pick<MapOutput, 'cancelAbandoned' | 'customerState' | 'orderSummary' | 'fulfillmentState'> & { whenEmpty?: string } = {},
 ): MapOutput {
   const { whenEmpty, ...rest } = extra;
   const base = { ...rest, messages: [] as NewMessage[], upserts: [] as NewMessage[], customerId: subject.customerId };
@@ -49,7 +60,16 @@ export function assemble(
   const enabled = drafts.filter((d) => input.settings.events[d.eventName]);
   if (enabled.length === 0) return { ...base, ignored: turnedOff(drafts.map((d) => d.eventName)) };
   const email = subject.email;
-  if (email === null) return { ...base, ignored: subject.noEmail };
+  let skip: NewMessage['skip'];
+  if (email === null) {
+    if (subject.unusableEmail) {
+      skip = { kind: 'invalid_email', reason: `${describeValue(subject.unusableEmail)} is not a valid email address; the service would refuse it` };
+    } else if (subject.withoutEmail === 'ignore') {
+      return { ...base, ignored: subject.noEmail };
+    } else {
+      skip = { kind: 'no_email', reason: subject.noEmail };
+    }
+  }
   for (const d of enabled) {
     const message: NewMessage = {
       sourceId: d.sourceId,
@@ -61,13 +81,15 @@ export function assemble(
       runAt: d.runAt ?? input.receivedAt,
       body: {
         event_name: d.eventName,
-        email,
+        email: email ?? '',
         ...subject.contact,
         event_attribute: { shop_domain: input.shopDomain, source_id: d.sourceId, occurred_at: d.occurredAt, ...d.attributes },
       },
     };
     if (subject.orderId !== undefined) message.orderId = subject.orderId;
+    const why = skip ?? d.skip;
+    if (why) message.skip = why;
     (d.upsert ? base.upserts : base.messages).push(message);
   }
-  return base;
+  return skip ? { ...base, ignored: skip.reason } : base;
 }

@@ -1,15 +1,16 @@
 // checkouts/create and checkouts/update → checkout_started and the delayed checkout_abandoned.
 import { assemble, ignored, type Draft } from './build';
-import { customerFor, pickEmail, purchaseContact } from './contact';
-import { lineItems } from './items';
-import { firstIso, id, money, obj, str, type Obj } from './read';
-import type { MapInput, MapOutput } from './types';
+import { chooseEmail, customerFor, purchaseContact } from './contact';
+import { lineItems, type ProductLookup } from './items';
+import { firstIso, key, money, obj, objectId, str, type Obj } from './read';
+import { DEFAULT_ABANDONMENT, type MapInput, type MapOutput } from './types';
 
-export function checkoutAttributes(checkout: Obj): Record<string, unknown> {
-  const { items, itemCount } = lineItems(checkout.line_items);
+export function checkoutAttributes(checkout: Obj, products?: ProductLookup): Record<string, unknown> {
+  const { items, itemCount } = lineItems(checkout.line_items, products);
   return {
-    checkout_id: id(checkout.id),
-    checkout_token: str(checkout.token),
+    // newer API versions' checkouts have no id, only tokens
+    checkout_id: objectId(checkout) ?? key(checkout.token),
+    checkout_token: key(checkout.token),
     abandoned_checkout_url: str(checkout.abandoned_checkout_url),
     total_price: money(checkout.total_price),
     subtotal_price: money(checkout.subtotal_price),
@@ -19,11 +20,30 @@ export function checkoutAttributes(checkout: Obj): Record<string, unknown> {
   };
 }
 
-/** When the abandonment fires: the checkout's last activity plus the merchant's delay. */
-export function abandonAt(checkout: Obj, input: MapInput): Date {
+export interface Abandonment {
+  /** The checkout's last activity plus the merchant's delay: when it counts as abandoned. */
+  abandonedAt: Date;
+  /**
+   * When the event fires: the abandonment, but never sooner than a grace period after the
+   * checkout reached us, so a checkout delivered late (a retry after an outage, a replay)
+   * leaves its order, perhaps still in Shopify's retry queue, time to arrive and cancel it.
+   */
+  runAt: Date;
+  /** Set when the checkout was too old on arrival to be abandoned at all. */
+  tooOld?: string;
+}
+
+export function abandonment(checkout: Obj, input: MapInput): Abandonment {
+  const policy = input.abandonment ?? DEFAULT_ABANDONMENT;
+  const received = input.receivedAt.getTime();
   const last = firstIso(checkout.updated_at, checkout.created_at);
-  const base = last !== null ? Date.parse(last) : input.receivedAt.getTime();
-  return new Date(base + input.settings.abandonment_delay_minutes * 60_000);
+  const activity = last !== null ? Date.parse(last) : received;
+  const abandonedAt = new Date(activity + input.settings.abandonment_delay_minutes * 60_000);
+  const runAt = new Date(Math.max(abandonedAt.getTime(), received + policy.graceMs));
+  const age = received - activity;
+  if (age <= policy.maxAgeMs) return { abandonedAt, runAt };
+  const days = (ms: number) => Math.round(ms / 86_400_000);
+  return { abandonedAt, runAt, tooOld: `the checkout was last active ${days(age)} days before it reached us (no abandonment after ${days(policy.maxAgeMs)} days)` };
 }
 
 /**
@@ -34,18 +54,18 @@ export function abandonAt(checkout: Obj, input: MapInput): Date {
  */
 export function mapCheckout(input: MapInput): MapOutput {
   const checkout = obj(input.payload);
-  const token = checkout ? str(checkout.token) : null;
+  const token = checkout ? key(checkout.token) : null;
   if (!checkout || token === null) return ignored('payload is not a checkout');
   const rawCustomer = obj(checkout.customer);
-  const email = pickEmail(checkout.email, rawCustomer?.email);
-  const customerId = id(rawCustomer?.id);
+  const { email, unusable } = chooseEmail(checkout.email, rawCustomer?.email);
+  const customerId = objectId(rawCustomer);
   if (str(checkout.completed_at) !== null) {
     return { ...ignored('checkout completed', customerId), cancelAbandoned: { checkoutToken: token, email } };
   }
   const customer = customerFor(email, rawCustomer);
   const contact = purchaseContact(checkout, customer, input.settings);
-  const attributes = checkoutAttributes(checkout);
-  const runAt = abandonAt(checkout, input);
+  const attributes = checkoutAttributes(checkout, input.products);
+  const when = abandonment(checkout, input);
   const drafts: Draft[] = [
     {
       eventName: 'checkout_started',
@@ -56,11 +76,13 @@ export function mapCheckout(input: MapInput): MapOutput {
     {
       eventName: 'checkout_abandoned',
       sourceId: `checkout:${token}:abandoned`,
-      occurredAt: runAt.toISOString(),
+      occurredAt: when.abandonedAt.toISOString(),
       attributes,
-      runAt,
+      runAt: when.runAt,
       upsert: true,
+      ...(when.tooOld ? { skip: { kind: 'checkout_too_old' as const, reason: when.tooOld } } : {}),
     },
   ];
-  return assemble(input, { email, noEmail: 'no email on the checkout', customerId, checkoutToken: token, contact }, drafts);
+  // a guest often types the email after the first webhook: nothing is recorded without one
+  return assemble(input, { email, unusableEmail: unusable, withoutEmail: 'ignore', noEmail: 'no email on the checkout yet', customerId, checkoutToken: token, contact }, drafts);
 }

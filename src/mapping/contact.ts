@@ -1,19 +1,34 @@
 // Who an event is about: the email it goes to, and the contact properties sent with it.
 import { createHash } from 'node:crypto';
 import { CONTACT_PROPERTIES, type ContactProperty, type Settings } from '../settings/settings';
-import { id, obj, str, type Obj } from './read';
+import { isEmailAddress, normalizeEmail } from './email';
+import { obj, objectId, str, type Obj } from './read';
 
-/** The first non-empty email among the candidates, in order. */
+export interface EmailChoice {
+  /** The first usable address among the candidates, trimmed and lower-cased. */
+  email: string | null;
+  /** When none is usable: the first address that was given but is not one (for the skip reason). */
+  unusable: string | null;
+}
+
 /**
- * The first non-empty candidate, trimmed and lower-cased: the service keys contacts by email, so
- * "Ann@Example.com" and "ann@example.com" must be one contact (and one redaction match).
+ * The first candidate that is a valid address (email.ts), trimmed and lower-cased: the service
+ * keys contacts by email, so "Ann@Example.com" and "ann@example.com" must be one contact (and
+ * one redaction match). An empty or invalid candidate is passed over for the next one.
  */
-export function pickEmail(...candidates: unknown[]): string | null {
+export function chooseEmail(...candidates: unknown[]): EmailChoice {
+  let unusable: string | null = null;
   for (const c of candidates) {
-    const e = str(c)?.trim().toLowerCase();
-    if (e) return e;
+    const e = typeof c === 'string' ? normalizeEmail(c) : '';
+    if (e === '') continue;
+    if (isEmailAddress(e)) return { email: e, unusable: null };
+    unusable ??= e;
   }
-  return null;
+  return { email: null, unusable };
+}
+
+export function pickEmail(...candidates: unknown[]): string | null {
+  return chooseEmail(...candidates).email;
 }
 
 /** email_marketing_consent.state ('subscribed', 'not_subscribed', 'unsubscribed', ...), or null when unknown. */
@@ -45,7 +60,7 @@ function allProperties(src: ContactSource): Partial<Record<ContactProperty, unkn
     first_name: str(c?.first_name) ?? str(src.nameFallback?.first_name),
     last_name: str(c?.last_name) ?? str(src.nameFallback?.last_name),
     phone: str(c?.phone),
-    shopify_customer_id: c ? id(c.id) : null,
+    shopify_customer_id: objectId(c),
     email_marketing_state: state,
     accepts_marketing: state !== null ? state === 'subscribed' : typeof legacy === 'boolean' ? legacy : null,
     tags: c ? splitTags(c.tags) : null,

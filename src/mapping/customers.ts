@@ -1,8 +1,8 @@
 // customers/create and customers/update → customer_created / customer_updated and consent events.
 import type { EventName } from '../settings/settings';
 import { assemble, ignored, type Draft, type Subject } from './build';
-import { consentState, contactProperties, digestCustomer, pickEmail } from './contact';
-import { firstIso, id, obj, type Obj } from './read';
+import { chooseEmail, consentState, contactProperties, digestCustomer } from './contact';
+import { firstIso, id, obj, objectId, type Obj } from './read';
 import type { MapInput, MapOutput } from './types';
 
 /** How close consent_updated_at must be to updated_at to count as this update's change. */
@@ -18,9 +18,9 @@ interface Customer {
 
 function read(input: MapInput): Customer | null {
   const raw = obj(input.payload);
-  const customerId = raw ? id(raw.id) : null;
+  const customerId = objectId(raw);
   if (!raw || customerId === null) return null;
-  const email = pickEmail(raw.email);
+  const { email, unusable } = chooseEmail(raw.email);
   const addresses = [obj(raw.default_address), ...(Array.isArray(raw.addresses) ? raw.addresses.map(obj) : [])];
   const contact = contactProperties({ customer: raw, addresses }, input.settings);
   const consent = consentState(raw);
@@ -29,7 +29,7 @@ function read(input: MapInput): Customer | null {
     raw,
     id: customerId,
     consent,
-    subject: { email, noEmail: 'no email on the customer', customerId, checkoutToken: null, contact },
+    subject: { email, unusableEmail: unusable, noEmail: 'no email on the customer', customerId, checkoutToken: null, contact },
     state: { customerId, digest, consentState: consent },
   };
 }

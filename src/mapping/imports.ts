@@ -3,7 +3,8 @@
 // so an imported order carries exactly the event_attribute of order_placed (plus historical).
 // Pure: no I/O, no clock but ctx.now.
 import type { Settings } from '../settings/settings';
-import { contactProperties, customerFor, pickEmail } from './contact';
+import { chooseEmail, contactProperties, customerFor } from './contact';
+import { lineItemIds, type ProductLookup } from './items';
 import { orderAttributes } from './orders';
 import { arr, firstIso, int, obj, str, type Obj } from './read';
 import type { NewMessage } from './types';
@@ -15,6 +16,8 @@ export interface ImportContext {
   settings: Settings;
   /** runAt of the messages, and occurred_at when the object has no date. */
   now: Date;
+  /** Product images and links of the line items, looked up before mapping. */
+  products?: ProductLookup;
 }
 
 export type ImportResult = { message: NewMessage } | { skipped: string };
@@ -96,6 +99,11 @@ export function restCustomer(c: Obj): Obj {
 }
 
 /** LineItem (a child line of the order in the bulk file) → REST line item. */
+/** The product and variant ids of bulk line items: what to look up before mapping their order. */
+export function importedLineItemIds(lineItems: Obj[]): Array<{ product_id: string | null; variant_id: string | null }> {
+  return lineItemIds(lineItems.map(restLineItem));
+}
+
 export function restLineItem(li: Obj): Obj {
   return {
     id: legacyId(li.id),
@@ -166,8 +174,8 @@ export function mapImportedCustomer(line: Obj, ctx: ImportContext): ImportResult
   const c = restCustomer(line);
   const id = str(c.id);
   if (id === null) return { skipped: 'not a customer' };
-  const email = pickEmail(c.email);
-  if (email === null) return { skipped: 'no email on the customer' };
+  const { email, unusable } = chooseEmail(c.email);
+  if (email === null) return { skipped: unusable ? 'not a valid email address' : 'no email on the customer' };
   const contact = contactProperties({ customer: c, addresses: [obj(c.default_address)] }, ctx.settings);
   return {
     message: message(ctx, {
@@ -194,8 +202,8 @@ export function mapImportedOrder(line: Obj, lineItems: Obj[], ctx: ImportContext
   const id = str(order.id);
   if (id === null) return { skipped: 'not an order' };
   const rawCustomer = obj(order.customer);
-  const email = pickEmail(order.email, rawCustomer?.email, order.contact_email);
-  if (email === null) return { skipped: 'no email on the order' };
+  const { email, unusable } = chooseEmail(order.email, order.contact_email, rawCustomer?.email);
+  if (email === null) return { skipped: unusable ? 'not a valid email address' : 'no email on the order' };
   const customer = customerFor(email, rawCustomer);
   const contact = contactProperties(
     { customer, nameFallback: obj(order.billing_address), addresses: [obj(customer?.default_address), obj(order.shipping_address), obj(order.billing_address)] },
@@ -211,7 +219,7 @@ export function mapImportedOrder(line: Obj, lineItems: Obj[], ctx: ImportContext
       orderId: id,
       occurredAt: firstIso(order.created_at, order.processed_at) ?? ctx.now.toISOString(),
       contact,
-      attributes: orderAttributes(order),
+      attributes: orderAttributes(order, ctx.products),
     }),
   };
 }

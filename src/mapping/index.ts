@@ -3,12 +3,16 @@ import type { EventName } from '../settings/settings';
 import { ignored } from './build';
 import { mapCheckout } from './checkouts';
 import { mapCustomerCreated, mapCustomerUpdated } from './customers';
+import { mapFulfillment } from './fulfillments';
 import { mapOrderCancelled, mapOrderCreated, mapOrderFulfilled, mapOrderPaid } from './orders';
 import { id, obj } from './read';
 import { mapRefundCreated } from './refunds';
 import type { MapInput, MapOutput } from './types';
 
-/** Topic → the events it can produce (checkout_abandoned is delayed; product_ordered is off by default). */
+/**
+ * Topic → the events it can produce (checkout_abandoned is delayed; product_ordered is off by
+ * default). A fulfillment's shipment_status makes fulfillments/* a status source too.
+ */
 export const EVENT_TABLE = {
   'orders/create': ['order_placed', 'product_ordered'],
   'orders/paid': ['order_paid'],
@@ -19,9 +23,17 @@ export const EVENT_TABLE = {
   'checkouts/update': ['checkout_started', 'checkout_abandoned'],
   'customers/create': ['customer_created', 'email_subscribed'],
   'customers/update': ['customer_updated', 'email_subscribed', 'email_unsubscribed'],
+  'fulfillments/create': ['order_shipped', 'shipment_out_for_delivery', 'shipment_delivered', 'shipment_delivery_failed'],
+  'fulfillments/update': ['order_shipped', 'shipment_out_for_delivery', 'shipment_delivered', 'shipment_delivery_failed'],
+  'fulfillment_events/create': ['shipment_out_for_delivery', 'shipment_delivered', 'shipment_delivery_failed'],
 } as const satisfies Record<string, readonly EventName[]>;
 
 export type ForwardedTopic = keyof typeof EVENT_TABLE;
+
+/** The storefront's events, from the web pixel's batches (src/pixel), not from webhooks. */
+export const STOREFRONT_EVENT_TABLE = {
+  'pixel/events': ['viewed_product', 'added_to_cart', 'browse_abandoned', 'cart_abandoned'],
+} as const satisfies Record<string, readonly EventName[]>;
 
 const MAPPERS: Record<ForwardedTopic, (input: MapInput) => MapOutput> = {
   'orders/create': mapOrderCreated,
@@ -33,31 +45,43 @@ const MAPPERS: Record<ForwardedTopic, (input: MapInput) => MapOutput> = {
   'checkouts/update': mapCheckout,
   'customers/create': mapCustomerCreated,
   'customers/update': mapCustomerUpdated,
+  'fulfillments/create': mapFulfillment,
+  'fulfillments/update': mapFulfillment,
+  'fulfillment_events/create': mapFulfillment,
 };
 
 export function isForwardedTopic(topic: string): topic is ForwardedTopic {
   return Object.prototype.hasOwnProperty.call(EVENT_TABLE, topic);
 }
 
+// Resources whose name has an underscore, or that must not be cut at their first one; the
+// longest first, so 'fulfillment_events_create' is not read as a 'fulfillment' resource.
+const RESOURCES = ['fulfillment_events', 'bulk_operations', 'fulfillments', 'customers', 'checkouts', 'refunds', 'orders', 'shop', 'app'];
+
 /** Accepts 'orders/create' as well as the library's 'ORDERS_CREATE'. */
 export function normalizeTopic(topic: string): string {
   const t = topic.trim().toLowerCase();
   if (t.includes('/')) return t;
-  // the library's form: ORDERS_CREATE, BULK_OPERATIONS_FINISH (the first word is the resource)
-  const known = ['bulk_operations', 'app', 'shop', 'customers', 'orders', 'refunds', 'checkouts'].find((r) => t.startsWith(`${r}_`));
+  // the library's form: ORDERS_CREATE, BULK_OPERATIONS_FINISH, FULFILLMENT_EVENTS_CREATE
+  const known = RESOURCES.find((r) => t.startsWith(`${r}_`));
   return known ? `${known}/${t.slice(known.length + 1)}` : t.replace('_', '/');
 }
 
+const FULFILLMENT_TOPICS = new Set(['fulfillments/create', 'fulfillments/update', 'fulfillment_events/create']);
+
 /**
- * What the intake must look up before mapping: the stored customerState (customers/*) and the
- * last known order email (refunds/create).
+ * What the intake must look up before mapping: the stored customerState (customers/*), the last
+ * known order email (refunds/create and the shipping topics), and for the shipping topics the
+ * stored fulfillment (input.fulfillment) and order summary (input.order).
  */
-export function lookupKeys(topic: string, payload: unknown): { customerId: string | null; orderId: string | null } {
+export function lookupKeys(topic: string, payload: unknown): { customerId: string | null; orderId: string | null; fulfillmentId: string | null } {
   const t = normalizeTopic(topic);
   const o = obj(payload);
+  const shipping = FULFILLMENT_TOPICS.has(t);
   return {
     customerId: t.startsWith('customers/') && t !== 'customers/redact' && t !== 'customers/data_request' ? id(o?.id) : null,
-    orderId: t === 'refunds/create' ? id(o?.order_id) : null,
+    orderId: t === 'refunds/create' || shipping ? id(o?.order_id) : null,
+    fulfillmentId: shipping ? id(t === 'fulfillment_events/create' ? o?.fulfillment_id : o?.id) : null,
   };
 }
 
@@ -72,4 +96,6 @@ export { parseWebhookBody, InvalidJsonError } from './parse';
 export { digestCustomer, contactProperties, pickEmail, consentState } from './contact';
 export { buildTestEvent, TEST_EVENT_NAME, TEST_EVENT_TOPIC } from './test-event';
 export { refundAmount } from './refunds';
-export type { MapInput, MapOutput, NewMessage, SendEventBody } from './types';
+export { orderSummaryOf } from './orders';
+export { fulfillmentSourceId, STATUS_EVENTS } from './fulfillments';
+export type { MapInput, MapOutput, NewMessage, SendEventBody, StoredFulfillment, StoredOrder } from './types';

@@ -1,32 +1,62 @@
 // orders/create, orders/paid, orders/fulfilled, orders/cancelled.
 import type { EventName } from '../settings/settings';
 import { assemble, ignored, type Draft, type Subject } from './build';
-import { customerFor, pickEmail, purchaseContact } from './contact';
-import { lineItems } from './items';
-import { arr, firstIso, id, int, money, obj, objs, str, type Obj } from './read';
-import type { MapInput, MapOutput } from './types';
+import { chooseEmail, customerFor, purchaseContact } from './contact';
+import { lineItems, type ProductLookup } from './items';
+import { arr, firstIso, id, int, key, money, obj, objectId, objs, str, type Obj } from './read';
+import type { MapInput, MapOutput, StoredOrder } from './types';
+
+// the order's email, else its contact_email, else its customer's (email may be "", contact_email
+// null, customer missing: the next candidate is taken)
+const orderEmail = (order: Obj) => chooseEmail(order.email, order.contact_email, obj(order.customer)?.email);
+
+/**
+ * The summary of an order that later topics need (a fulfillment names its order but not its
+ * customer), or null when the payload is not an order. The email is picked as for order events.
+ */
+export function orderSummaryOf(payload: unknown, products?: ProductLookup): StoredOrder | null {
+  const order = obj(payload);
+  const orderId = objectId(order);
+  if (!order || orderId === null) return null;
+  return {
+    orderId,
+    orderName: str(order.name),
+    orderNumber: int(order.order_number),
+    email: orderEmail(order).email,
+    customerId: objectId(obj(order.customer)),
+    currency: str(order.currency),
+    lineItems: lineItems(order.line_items, products).items,
+  };
+}
+
+/** What every order mapper hands back besides its events: the summary to store. */
+function summaryOf(order: Obj, products?: ProductLookup): Pick<MapOutput, 'orderSummary'> {
+  const summary = orderSummaryOf(order, products);
+  return summary ? { orderSummary: summary } : {};
+}
 
 function subjectOf(order: Obj, input: MapInput): Subject {
   const rawCustomer = obj(order.customer);
-  const email = pickEmail(order.email, rawCustomer?.email, order.contact_email);
+  const { email, unusable } = orderEmail(order);
   const customer = customerFor(email, rawCustomer);
   const contact = purchaseContact(order, customer, input.settings);
   return {
     email,
+    unusableEmail: unusable,
     noEmail: 'no email on the order',
-    customerId: id(rawCustomer?.id),
-    checkoutToken: str(order.checkout_token),
-    orderId: id(order.id),
+    customerId: objectId(rawCustomer),
+    checkoutToken: key(order.checkout_token),
+    orderId: objectId(order),
     contact,
   };
 }
 
 /** The attributes every order event carries. */
-export function orderAttributes(order: Obj): Record<string, unknown> {
-  const { items, itemCount } = lineItems(order.line_items);
+export function orderAttributes(order: Obj, products?: ProductLookup): Record<string, unknown> {
+  const { items, itemCount } = lineItems(order.line_items, products);
   const shipping = obj(order.shipping_address);
   return {
-    order_id: id(order.id),
+    order_id: objectId(order),
     order_name: str(order.name),
     order_number: int(order.order_number),
     total_price: money(order.total_price),
@@ -44,13 +74,13 @@ export function orderAttributes(order: Obj): Record<string, unknown> {
 }
 
 function single(input: MapInput, order: Obj, eventName: EventName, occurredAt: string, extra: Record<string, unknown> = {}): MapOutput {
-  const draft: Draft = { eventName, sourceId: input.webhookId, occurredAt, attributes: { ...orderAttributes(order), ...extra } };
-  return assemble(input, subjectOf(order, input), [draft]);
+  const draft: Draft = { eventName, sourceId: input.webhookId, occurredAt, attributes: { ...orderAttributes(order, input.products), ...extra } };
+  return assemble(input, subjectOf(order, input), [draft], summaryOf(order, input.products));
 }
 
 function orderOf(input: MapInput): Obj | null {
   const order = obj(input.payload);
-  return order && id(order.id) !== null ? order : null;
+  return order && objectId(order) !== null ? order : null;
 }
 
 const received = (input: MapInput) => input.receivedAt.toISOString();
@@ -60,11 +90,11 @@ export function mapOrderCreated(input: MapInput): MapOutput {
   if (!order) return ignored('payload is not an order');
   const subject = subjectOf(order, input);
   const occurredAt = firstIso(order.created_at, order.processed_at) ?? received(input);
-  const attributes = orderAttributes(order);
+  const attributes = orderAttributes(order, input.products);
   const { line_items: _omit, ...orderOnly } = attributes;
-  const { items, raw } = lineItems(order.line_items);
+  const { items, raw } = lineItems(order.line_items, input.products);
   const perItem: Draft[] = items.map((item, i) => {
-    const lineItemId = id(raw[i]?.id) ?? String(i);
+    const lineItemId = objectId(raw[i]) ?? String(i);
     return {
       eventName: 'product_ordered',
       sourceId: `${input.webhookId}:product_ordered:${lineItemId}`,
@@ -74,7 +104,8 @@ export function mapOrderCreated(input: MapInput): MapOutput {
   });
   const drafts: Draft[] = [{ eventName: 'order_placed', sourceId: input.webhookId, occurredAt, attributes }, ...perItem];
   const cancel = subject.checkoutToken !== null || subject.email !== null;
-  return assemble(input, subject, drafts, cancel ? { cancelAbandoned: { checkoutToken: subject.checkoutToken, email: subject.email } } : {});
+  const extra = cancel ? { cancelAbandoned: { checkoutToken: subject.checkoutToken, email: subject.email } } : {};
+  return assemble(input, subject, drafts, { ...extra, ...summaryOf(order, input.products) });
 }
 
 export function mapOrderPaid(input: MapInput): MapOutput {

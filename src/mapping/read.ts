@@ -27,11 +27,33 @@ export function str(v: unknown): string | null {
   return t === '' ? null : t;
 }
 
+/** Longest value taken as an id or a token: they are stored in indexed columns. */
+export const MAX_KEY_LENGTH = 255;
+
+/** An identifier (a token, a handle) kept in an indexed column: a non-empty string of sane length, else null. */
+export function key(v: unknown): string | null {
+  const s = str(v);
+  return s !== null && s.length <= MAX_KEY_LENGTH ? s : null;
+}
+
 /** An id as its exact decimal string: parseWebhookBody already turned unsafe integers into strings. */
 export function id(v: unknown): string | null {
   if (typeof v === 'number' && Number.isInteger(v)) return String(v);
   if (typeof v === 'bigint') return v.toString();
-  return str(v);
+  return key(v);
+}
+
+const GID = /^gid:\/\/shopify\/[A-Za-z]+\/(\d+)(?:\?.*)?$/;
+
+/**
+ * An object's id as its exact decimal string: the number in its admin_graphql_api_id when
+ * there is one (some payloads carry an `id` already rounded past 2^53 beside the exact gid),
+ * else its `id`.
+ */
+export function objectId(o: Obj | null | undefined): string | null {
+  if (!o) return null;
+  const gid = typeof o.admin_graphql_api_id === 'string' ? GID.exec(o.admin_graphql_api_id) : null;
+  return gid ? gid[1]! : id(o.id);
 }
 
 /** Money: Shopify sends decimal strings ("19.99") and sometimes numbers. */

@@ -1,7 +1,7 @@
 // refunds/create → order_refunded. The refund payload names its order but carries no email.
 import { assemble, ignored } from './build';
-import { pickEmail } from './contact';
-import { firstIso, id, money, obj, objs, str, sumMoney, type Obj } from './read';
+import { chooseEmail } from './contact';
+import { firstIso, id, money, obj, objectId, objs, str, sumMoney, type Obj } from './read';
 import type { MapInput, MapOutput } from './types';
 
 /** Money actually returned: successful refund transactions; else the refunded lines' subtotals. */
@@ -25,15 +25,15 @@ function currencyOf(refund: Obj): string | null {
 
 export function mapRefundCreated(input: MapInput): MapOutput {
   const refund = obj(input.payload);
-  if (!refund || id(refund.id) === null) return ignored('payload is not a refund');
+  if (!refund || objectId(refund) === null) return ignored('payload is not a refund');
   const order = obj(refund.order);
   const customer = obj(refund.customer) ?? obj(order?.customer);
   // Some shapes embed the order or customer; otherwise the intake supplies the order's last known email.
-  const email = pickEmail(refund.email, order?.email, customer?.email, input.orderEmail);
-  const orderId = id(refund.order_id) ?? id(order?.id);
+  const { email, unusable } = chooseEmail(refund.email, order?.email, customer?.email, input.orderEmail);
+  const orderId = id(refund.order_id) ?? objectId(order);
   return assemble(
     input,
-    { email, noEmail: 'no email on the refund', customerId: id(customer?.id), checkoutToken: null, orderId, contact: {} },
+    { email, unusableEmail: unusable, noEmail: 'no email on the refund', customerId: objectId(customer), checkoutToken: null, orderId, contact: {} },
     [
       {
         eventName: 'order_refunded',
@@ -41,7 +41,7 @@ export function mapRefundCreated(input: MapInput): MapOutput {
         occurredAt: firstIso(refund.created_at, refund.processed_at) ?? input.receivedAt.toISOString(),
         attributes: {
           order_id: orderId,
-          refund_id: id(refund.id),
+          refund_id: objectId(refund),
           refund_amount: refundAmount(refund),
           currency: currencyOf(refund),
         },

@@ -1,5 +1,41 @@
 // The contract between the pure mappers and the intake transaction that stores their output.
 import type { Settings } from '../settings/settings';
+import type { LineItem, ProductLookup } from './items';
+
+/**
+ * What we keep about an order (stored from every orders/* webhook), so that topics that name an
+ * order without describing it (fulfillments, fulfillment events) can still reach its customer.
+ */
+export interface StoredOrder {
+  /** Exact decimal string: Shopify ids exceed 2^53. */
+  orderId: string;
+  orderName: string | null;
+  orderNumber: number | null;
+  /** Trimmed and lower-cased, as messages carry it. */
+  email: string | null;
+  customerId: string | null;
+  currency: string | null;
+  lineItems: LineItem[];
+}
+
+/** What we keep about a fulfillment between its webhooks (fulfillments/*, fulfillment_events/create). */
+export interface StoredFulfillment {
+  fulfillmentId: string;
+  orderId: string | null;
+  orderName: string | null;
+  trackingCompany: string | null;
+  trackingNumbers: string[];
+  trackingUrls: string[];
+  /** The fulfilled line items, when a fulfillments/* payload named them; else empty. */
+  lineItems: LineItem[];
+  email: string | null;
+  /**
+   * Shipping events already emitted for this fulfillment (event names). An event that fell due
+   * while the merchant had it turned off counts too: a switch applies to what happens while it is
+   * on, and the order of statuses must hold either way (see src/mapping/fulfillments.ts).
+   */
+  sent: string[];
+}
 
 export interface MapInput {
   /** e.g. 'orders/create' (lower-case with slash). */
@@ -16,10 +52,34 @@ export interface MapInput {
   customerState?: { digest: string; consentState: string | null } | null;
   /**
    * refunds/create carries no email: the intake looks up the email of the last order message
-   * it stored for payload.order_id and passes it here.
+   * it stored for payload.order_id and passes it here. The shipping topics use it as a last
+   * fallback (lookupKeys names the order for them too).
    */
   orderEmail?: string | null;
+  /** fulfillments/*, fulfillment_events/create: what we stored about this fulfillment; null if never seen. */
+  fulfillment?: StoredFulfillment | null;
+  /** fulfillments/*, fulfillment_events/create: the stored summary of its order; null if unknown. */
+  order?: StoredOrder | null;
+  /** When abandoned checkouts fire; the defaults of config.ts when absent. */
+  abandonment?: AbandonmentPolicy;
+  /** Product images and links of the payload's line items, looked up before mapping. */
+  products?: ProductLookup;
 }
+
+export interface AbandonmentPolicy {
+  /**
+   * The least time between a checkout reaching us and its abandonment: a checkout delivered
+   * late (a retry after an outage, a replay) leaves its order time to arrive and cancel it.
+   */
+  graceMs: number;
+  /** A checkout older than this when it arrives gets no abandonment at all. */
+  maxAgeMs: number;
+}
+
+export const DEFAULT_ABANDONMENT: AbandonmentPolicy = { graceMs: 10 * 60_000, maxAgeMs: 7 * 24 * 3_600_000 };
+
+/** Why a message is recorded but never sent. */
+export type SkipKind = 'no_email' | 'invalid_email' | 'checkout_too_old';
 
 export interface SendEventBody {
   event_name: string;
@@ -41,6 +101,8 @@ export interface NewMessage {
   runAt: Date;
   /** The exact send-event body. */
   body: SendEventBody;
+  /** Set when the message is recorded as skipped (never sent), with the reason for the log. */
+  skip?: { kind: SkipKind; reason: string };
 }
 
 export interface MapOutput {
@@ -54,6 +116,14 @@ export interface MapOutput {
   cancelAbandoned?: { checkoutToken: string | null; email: string | null };
   /** New state to store for the customer (customers/create|update). */
   customerState?: { customerId: string; digest: string; consentState: string | null };
+  /**
+   * New state to store for the fulfillment (fulfillments/*, fulfillment_events/create), `sent`
+   * updated. Store it in the same transaction as the messages, and hand it to the next webhook
+   * of the fulfillment: dedupe across topics and arrival orders depends on it.
+   */
+  fulfillmentState?: StoredFulfillment;
+  /** The order's summary to store (orders/*), even when its event is ignored. */
+  orderSummary?: StoredOrder;
   /** For the receipt (redaction link). */
   customerId: string | null;
 }

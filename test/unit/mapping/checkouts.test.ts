@@ -1,6 +1,9 @@
 import { mapWebhook } from '../../../src/mapping';
 import { fixture, input, settingsWith, SHOP, TOKEN } from './helpers';
 
+// no product lookup here: the Admin API fields of each line item stay null (see product-images tests)
+const NO_PRODUCT = { image_url: null, product_url: null, product_handle: null };
+
 const RECOVER_URL = `https://${SHOP}/70318112938/checkouts/ac/${TOKEN}/recover?key=0f1e2d3c4b5a69788796a5b4c3d2e1f0&locale=en-US`;
 const CHECKOUT = {
   checkout_id: '981820079255243537',
@@ -11,8 +14,8 @@ const CHECKOUT = {
   currency: 'USD',
   item_count: 3,
   line_items: [
-    { product_id: '788032119674292922', variant_id: '49148385', title: 'Merino Wool Beanie', variant_title: 'Charcoal', sku: 'NW-BEAN-CHR', quantity: 2, price: 34 },
-    { product_id: '632910392', variant_id: '808950810', title: 'Trail Running Socks - 3 Pack', variant_title: 'M', sku: 'NW-SOCK-3PK-M', quantity: 1, price: 24.99 },
+    { ...NO_PRODUCT, product_id: '788032119674292922', variant_id: '49148385', title: 'Merino Wool Beanie', variant_title: 'Charcoal', sku: 'NW-BEAN-CHR', quantity: 2, price: 34 },
+    { ...NO_PRODUCT, product_id: '632910392', variant_id: '808950810', title: 'Trail Running Socks - 3 Pack', variant_title: 'M', sku: 'NW-SOCK-3PK-M', quantity: 1, price: 24.99 },
   ],
 };
 
@@ -42,13 +45,14 @@ describe('checkouts/create', () => {
   });
 
   it('follows a custom abandonment delay', () => {
-    const out = mapWebhook(input('checkouts/create', checkout, { settings: settingsWith({ abandonment_delay_minutes: 15 }) }));
+    const receivedAt = new Date('2026-11-04T19:10:05.000Z');
+    const out = mapWebhook(input('checkouts/create', checkout, { receivedAt, settings: settingsWith({ abandonment_delay_minutes: 15 }) }));
     expect(out.upserts[0]?.runAt.toISOString()).toBe('2026-11-04T19:25:02.000Z');
   });
 
   it('is ignored with a reason while the checkout has no email yet', () => {
     const out = mapWebhook(input('checkouts/create', { ...checkout, email: null, customer: null }));
-    expect(out).toEqual({ ignored: 'no email on the checkout', messages: [], upserts: [], customerId: null });
+    expect(out).toEqual({ ignored: 'no email on the checkout yet', messages: [], upserts: [], customerId: null });
   });
 
   it('leaves out a turned-off checkout_abandoned', () => {

@@ -37,10 +37,10 @@ describe('customers/create', () => {
     expect(out.customerState).toEqual({ customerId: JANE_ID, digest: expect.stringMatching(/^[0-9a-f]{64}$/), consentState: 'subscribed' });
   });
 
-  it('records a phone-only customer as ignored with the reason, keeping its state', () => {
+  it('records a phone-only customer as skipped with the reason, keeping its state', () => {
     const out = mapWebhook(input('customers/create', fixture('customers-create-phone-only')));
     expect(out.ignored).toBe('no email on the customer');
-    expect(out.messages).toEqual([]);
+    expect(out.messages.map((m) => [m.eventName, m.skip?.kind])).toEqual([['customer_created', 'no_email']]);
     expect(out.customerId).toBe('8124416053410');
     expect(out.customerState).toMatchObject({ customerId: '8124416053410', consentState: null });
   });

@@ -4,9 +4,10 @@ import { fixture, input, SHOP, WEBHOOK_ID } from './helpers';
 describe('refunds/create', () => {
   const refund = fixture('refunds-create');
 
-  it('is ignored with a reason when neither the payload nor the intake knows the email', () => {
+  it('is recorded as skipped with a reason when neither the payload nor the intake knows the email', () => {
     const out = mapWebhook(input('refunds/create', refund));
-    expect(out).toEqual({ ignored: 'no email on the refund', messages: [], upserts: [], customerId: null });
+    expect(out).toMatchObject({ ignored: 'no email on the refund', upserts: [], customerId: null });
+    expect(out.messages.map((m) => [m.eventName, m.skip])).toEqual([['order_refunded', { kind: 'no_email', reason: 'no email on the refund' }]]);
   });
 
   it('sends order_refunded to the order email the intake looked up', () => {

@@ -1,10 +1,10 @@
-import { buildTestEvent, EVENT_TABLE, lookupKeys, mapWebhook } from '../../../src/mapping';
+import { buildTestEvent, EVENT_TABLE, lookupKeys, mapWebhook, STOREFRONT_EVENT_TABLE } from '../../../src/mapping';
 import { EVENT_NAMES } from '../../../src/settings/settings';
 import { fixture, input, RECEIVED_AT, SHOP } from './helpers';
 
 describe('EVENT_TABLE', () => {
   it('names every configurable event at least once', () => {
-    const covered = new Set(Object.values(EVENT_TABLE).flat());
+    const covered = new Set([...Object.values(EVENT_TABLE), ...Object.values(STOREFRONT_EVENT_TABLE)].flat());
     expect(EVENT_NAMES.filter((n) => !covered.has(n))).toEqual([]);
   });
 });
@@ -30,7 +30,7 @@ describe('compliance fixtures', () => {
 });
 
 describe('a payload of the wrong shape', () => {
-  it.each([['orders/create'], ['refunds/create'], ['checkouts/update'], ['customers/update']])('%s is ignored, not thrown', (topic) => {
+  it.each([['orders/create'], ['refunds/create'], ['checkouts/update'], ['customers/update'], ['fulfillments/update'], ['fulfillment_events/create']])('%s is ignored, not thrown', (topic) => {
     expect(mapWebhook(input(topic, [1, 2])).ignored).toMatch(/^payload is not a/);
   });
 });
@@ -57,8 +57,8 @@ describe('buildTestEvent', () => {
 
 describe('lookupKeys', () => {
   it('names the customer of customers/* and the order of refunds/create, exactly', () => {
-    expect(lookupKeys('customers/update', fixture('customers-update'))).toEqual({ customerId: '9007199254740993', orderId: null });
-    expect(lookupKeys('REFUNDS_CREATE', fixture('refunds-create'))).toEqual({ customerId: null, orderId: '820982911946154508' });
-    expect(lookupKeys('orders/create', fixture('orders-create'))).toEqual({ customerId: null, orderId: null });
+    expect(lookupKeys('customers/update', fixture('customers-update'))).toEqual({ customerId: '9007199254740993', orderId: null, fulfillmentId: null });
+    expect(lookupKeys('REFUNDS_CREATE', fixture('refunds-create'))).toEqual({ customerId: null, orderId: '820982911946154508', fulfillmentId: null });
+    expect(lookupKeys('orders/create', fixture('orders-create'))).toEqual({ customerId: null, orderId: null, fulfillmentId: null });
   });
 });
