@@ -1,86 +1,181 @@
-// Per-workspace pacing, shared by every process on the database. Each workspace has a row
-// holding the next free send slot; reserving n slots is one atomic UPDATE ... RETURNING, so
-// two processes can never hand out the same slot. Slots are spaced (1000 + guard) / limit ms
-// apart: with the guard, arrival jitter of up to `guardMs` cannot put limit + 1 requests into
-// one sliding second at the service.
+// Per-workspace pacing, shared by every process on the database, checked at the moment a
+// request leaves. Each workspace row holds `nextSendUs`: no request may leave before it. Taking
+// a send is one atomic UPDATE ... RETURNING that succeeds only once that time has passed and
+// moves it one interval on, so every process sharing the database spaces its requests
+// (1000 + guard) / limit ms apart: never more than `limit` in any sliding second.
+//
+// A take is answered late when the event loop is busy. The caller then gives the send up and
+// takes again (see takeSend), so a send is never fired late into a window that is already full.
+import { randomBytes } from 'node:crypto';
 import { Prisma } from '@prisma/client';
 import type { RateInfo } from '../service/types';
-import type { Db, DbProvider } from '../db/client';
+import { rawOf, type Db, type DbProvider } from '../db/client';
+import { prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
+import { clamp, RETRY_AFTER_MAX_MS } from './retry-policy';
 import { Sql } from './sql';
 
+// Parameters: 1 now (µs), 2 now (timestamp), 3 catch-up tolerance (µs), 4 (1000 + guard) × 1000,
+// 5 this take's token, 6 workspace. SET expressions all read the row as it was before the update.
+const TAKE: StatementBuilder = (p, provider) => {
+  // a function, not a string: each use must declare its parameters (SQLite binds them in order)
+  const ok = () => `"nextSendUs" <= ${p(1, 'bigint')} AND ("pausedUntil" IS NULL OR "pausedUntil" <= ${p(2, 'timestamp')})`;
+  const greatest = provider === 'postgres' ? 'GREATEST' : 'MAX';
+  return `
+  UPDATE "WorkspacePacer" SET
+    "nextSendUs" = CASE WHEN ${ok()}
+      THEN ${greatest}("nextSendUs", ${p(1, 'bigint')} - ${p(3, 'bigint')}) + ((${p(4, 'bigint')} + "limitPerSec" - 1) / "limitPerSec") ELSE "nextSendUs" END,
+    "takenBy" = CASE WHEN ${ok()} THEN ${p(5)} ELSE "takenBy" END
+  WHERE "workspaceId" = ${p(6)}
+  RETURNING "nextSendUs", "limitPerSec", "pausedUntil", "takenBy"`;
+};
+
+interface TakeRow {
+  nextSendUs: number;
+  limitPerSec: number;
+  pausedUntil: unknown;
+  takenBy: string | null;
+}
+
 export const DEFAULT_LIMIT = 10;
+/** Room for the jitter between a request leaving and the service counting it. */
 export const DEFAULT_GUARD_MS = 40;
+/**
+ * How far a take may catch up with a send time already passed (so the round trip of the take
+ * itself does not stretch every interval), and how late its answer may come back and still be
+ * used. Together well inside the guard: any `limit + 1` consecutive requests span at least
+ * 1000 + guard - 2 * tolerance ms.
+ */
+export const DEFAULT_TOLERANCE_MS = 10;
 
 export interface PacerOptions {
   guardMs?: number;
+  toleranceMs?: number;
   now?: () => number;
 }
 
+export type Take = { ok: true; limit: number } | { ok: false; retryAt: number; pausedUntil: Date | null };
+
+/** ok: send now. busy: no send free before `until` (epoch ms). paused: the service blocks the workspace. */
+export type TakeSend = { kind: 'ok' } | { kind: 'busy'; until: number } | { kind: 'paused'; until: Date } | { kind: 'stopped' };
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
+
 export class Pacer {
   private readonly sql: Sql;
-  private readonly guardMs: number;
+  readonly guardMs: number;
+  readonly toleranceMs: number;
   private readonly now: () => number;
   /** This process's own recent sends per workspace, to tell our usage from someone else's. */
   private readonly recent = new Map<string, number[]>();
+  /** The limit this process last saw reported per workspace, to write it only when it changes. */
+  private readonly limits = new Map<string, number>();
+  private readonly known = new Set<string>();
+
+  private readonly provider: DbProvider;
+  private readonly takeStatement: RawStatement<TakeRow>;
 
   constructor(db: Db, provider: DbProvider, opts: PacerOptions = {}) {
     this.sql = new Sql(db, provider);
+    this.provider = provider;
+    this.takeStatement = prepare<TakeRow>(rawOf(db), 'pacer_take', TAKE);
     this.guardMs = opts.guardMs ?? DEFAULT_GUARD_MS;
+    this.toleranceMs = opts.toleranceMs ?? DEFAULT_TOLERANCE_MS;
     this.now = opts.now ?? Date.now;
-  }
-
-  /** How late a slot may still be used: half the guard, so lateness stays inside it. */
-  get lateToleranceMs(): number {
-    return this.guardMs / 2;
   }
 
   intervalMs(limit: number): number {
     return (1000 + this.guardMs) / Math.max(1, limit);
   }
 
-  /** Reserves `count` consecutive send slots; returns their start times (epoch ms). */
-  async reserve(workspaceId: string, count: number): Promise<{ slots: number[]; limit: number }> {
-    const now = this.now();
-    await this.ensureRow(workspaceId);
-    const greatest = Prisma.raw(this.sql.provider === 'postgres' ? 'GREATEST' : 'MAX');
-    const int = (n: number) => this.sql.int(n);
-    // integer arithmetic on both providers: span = ceil(count * (1000 + guard) / limit)
-    const rows = await this.sql.query<{ nextSlotAt: bigint | number; limitPerSec: number }>(Prisma.sql`
-      UPDATE "WorkspacePacer"
-      SET "nextSlotAt" = ${greatest}("nextSlotAt", ${int(now)}) + ((${int(count)} * (1000 + ${int(Math.round(this.guardMs))}) + "limitPerSec" - 1) / "limitPerSec")
-      WHERE "workspaceId" = ${workspaceId} RETURNING "nextSlotAt", "limitPerSec"`);
-    const row = rows[0]!;
-    const limit = Number(row.limitPerSec);
-    const spanMs = Math.floor((count * (1000 + Math.round(this.guardMs)) + limit - 1) / limit);
-    const start = Number(row.nextSlotAt) - spanMs;
-    return { slots: Array.from({ length: count }, (_, i) => start + Math.round((i * spanMs) / count)), limit };
+  private int(n: number | bigint): Prisma.Sql {
+    return this.sql.int(Number(n));
   }
 
   /**
-   * Takes one slot for a call that is not a delivery (key check, lists, custom fields): the
-   * service counts every request against the team's limit, so these must fit the schedule too.
-   * Waits for the slot, at most `maxWaitMs`.
+   * One attempt at the workspace's next send, in one statement: ok when the send time has passed
+   * and the workspace is not paused (it then moves one interval on); otherwise retryAt says
+   * when to try again (epoch ms), and pausedUntil is set while the service blocks the workspace.
    */
-  async take(workspaceId: string, maxWaitMs = 5_000): Promise<void> {
-    const { slots } = await this.reserve(workspaceId, 1);
-    const wait = Math.min(maxWaitMs, slots[0]! - this.now());
-    this.noteSend(workspaceId, Math.max(slots[0]!, this.now()));
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  async tryTake(workspaceId: string): Promise<Take> {
+    await this.ensureRow(workspaceId);
+    const nowMs = this.now();
+    const nowUs = Math.round(nowMs * 1000);
+    const token = randomBytes(8).toString('hex');
+    const perSendUs = (1000 + Math.round(this.guardMs)) * 1000;
+    const rows = await this.takeStatement.run([nowUs, rawTimestamp(this.provider, new Date(nowMs)), this.toleranceMs * 1000, perSendUs, token, workspaceId]);
+    const row = rows[0];
+    if (!row) {
+      // the row went with its last shop (shop/redact): create it again on the next try
+      this.known.delete(workspaceId);
+      return { ok: false, retryAt: nowMs + 1, pausedUntil: null };
+    }
+    if (row.takenBy === token) {
+      this.noteSend(workspaceId, nowMs);
+      return { ok: true, limit: Number(row.limitPerSec) };
+    }
+    const paused = rawDate(row.pausedUntil);
+    const pausedUntil = paused && paused.getTime() > nowMs ? paused : null;
+    const next = Math.ceil(Number(row.nextSendUs) / 1000);
+    return { ok: false, retryAt: Math.max(next, pausedUntil?.getTime() ?? 0, nowMs + 1), pausedUntil };
   }
 
-  private readonly known = new Set<string>();
+  /**
+   * Waits for and takes the workspace's next send. A take whose answer comes back later than the
+   * tolerance (a busy event loop) is not used: the time it reserved passes unused and the caller
+   * takes again, so the request it would have fired late cannot land in a full window.
+   * Says 'paused' while the service blocks the workspace, 'busy' when no send is free within
+   * maxWaitMs (with when one is), and 'stopped' when shouldStop() turns true while waiting.
+   */
+  async takeSend(workspaceId: string, opts: { maxWaitMs?: number; shouldStop?: () => boolean; wait?: (ms: number) => Promise<void> } = {}): Promise<TakeSend> {
+    const deadline = opts.maxWaitMs === undefined ? Infinity : this.now() + opts.maxWaitMs;
+    const wait = opts.wait ?? sleep;
+    for (;;) {
+      if (opts.shouldStop?.()) return { kind: 'stopped' };
+      const asked = this.now();
+      const t = await this.tryTake(workspaceId);
+      if (t.ok) {
+        if (this.now() - asked <= this.toleranceMs) return { kind: 'ok' };
+        continue; // answered late: do not use it
+      }
+      if (t.pausedUntil) return { kind: 'paused', until: t.pausedUntil };
+      if (t.retryAt > deadline) return { kind: 'busy', until: t.retryAt };
+      await wait(t.retryAt - this.now());
+    }
+  }
+
+  /** For calls that are not deliveries (key checks, lists): waits for a send, at most maxWaitMs. */
+  async take(workspaceId: string, maxWaitMs = 10_000): Promise<TakeSend['kind']> {
+    return (await this.takeSend(workspaceId, { maxWaitMs })).kind;
+  }
+
+  /**
+   * Counts a request already made to a workspace the caller could not know beforehand (the key
+   * validation, which tells the workspace): the next send waits one interval after it.
+   */
+  async record(workspaceId: string): Promise<void> {
+    await this.ensureRow(workspaceId);
+    const nowMs = this.now();
+    const greatest = Prisma.raw(this.sql.provider === 'postgres' ? 'GREATEST' : 'MAX');
+    const perSendUs = (1000 + Math.round(this.guardMs)) * 1000;
+    await this.sql.query(Prisma.sql`
+      UPDATE "WorkspacePacer"
+      SET "nextSendUs" = ${greatest}("nextSendUs", ${this.int(Math.round(nowMs * 1000))}) + ((${this.int(perSendUs)} + "limitPerSec" - 1) / "limitPerSec")
+      WHERE "workspaceId" = ${workspaceId} RETURNING "workspaceId"`);
+    this.noteSend(workspaceId, nowMs);
+  }
+
   private async ensureRow(workspaceId: string): Promise<void> {
     if (this.known.has(workspaceId)) return;
     // several processes may meet a new workspace at once: insert-if-absent, never a race
     await this.sql.query(Prisma.sql`
-      INSERT INTO "WorkspacePacer" ("workspaceId", "limitPerSec", "nextSlotAt", "updatedAt")
+      INSERT INTO "WorkspacePacer" ("workspaceId", "limitPerSec", "nextSendUs", "updatedAt")
       VALUES (${workspaceId}, ${this.sql.int(DEFAULT_LIMIT)}, ${this.sql.int(0)}, ${this.sql.ts(new Date(this.now()))})
       ON CONFLICT ("workspaceId") DO NOTHING RETURNING "workspaceId"`);
     this.known.add(workspaceId);
   }
 
   /** Records a send made by this process, for telling our usage from others'. */
-  noteSend(workspaceId: string, at: number): void {
+  private noteSend(workspaceId: string, at: number): void {
     const list = this.recent.get(workspaceId) ?? [];
     list.push(at);
     while (list.length && list[0]! <= at - 1000) list.shift();
@@ -100,19 +195,18 @@ export class Pacer {
       this.limits.set(workspaceId, rate.limit);
     }
     let pushTo: number | null = null;
-    if (rateLimited) pushTo = now + Math.max(retryAfterMs ?? 1000, 1000);
+    // within the retry policy's bounds, so a bad Retry-After neither hammers nor stalls us
+    if (rateLimited) pushTo = now + clamp(retryAfterMs ?? 1000, 1000, RETRY_AFTER_MAX_MS);
     else if (rate.remaining !== undefined && rate.limit) {
       const ours = (this.recent.get(workspaceId) ?? []).filter((t) => t > now - 1000).length;
       const external = rate.limit - rate.remaining - ours;
       if (external > 0) pushTo = now + Math.ceil(external * this.intervalMs(rate.limit));
     }
     if (pushTo !== null) {
-      await db.workspacePacer.updateMany({ where: { workspaceId, nextSlotAt: { lt: BigInt(pushTo) } }, data: { nextSlotAt: BigInt(pushTo) } });
+      const us = BigInt(Math.round(pushTo * 1000));
+      await db.workspacePacer.updateMany({ where: { workspaceId, nextSendUs: { lt: us } }, data: { nextSendUs: us } });
     }
   }
-
-  /** The limit this process last saw reported per workspace, to write it only when it changes. */
-  private readonly limits = new Map<string, number>();
 
   /** Pauses a workspace the service has blocked (403); every process honours it. */
   async pause(workspaceId: string, until: Date, reason: string): Promise<void> {
@@ -120,14 +214,16 @@ export class Pacer {
     await this.sql.db.workspacePacer.update({ where: { workspaceId }, data: { pausedUntil: until, pauseReason: reason } });
   }
 
-  /** The workspace's limit and any pause still in force, in one read (the worker asks per batch). */
+  /** When the workspace's next send is free (a pause included), epoch ms. */
+  async nextFree(workspaceId: string): Promise<number> {
+    const row = await this.sql.db.workspacePacer.findUnique({ where: { workspaceId }, select: { nextSendUs: true, pausedUntil: true } });
+    return Math.max(Math.ceil(Number(row?.nextSendUs ?? 0) / 1000), row?.pausedUntil?.getTime() ?? 0);
+  }
+
+  /** The workspace's limit and any pause still in force, in one read. */
   async state(workspaceId: string): Promise<{ limit: number; pausedUntil: Date | null }> {
     const row = await this.sql.db.workspacePacer.findUnique({ where: { workspaceId }, select: { limitPerSec: true, pausedUntil: true } });
     const until = row?.pausedUntil ?? null;
     return { limit: row?.limitPerSec ?? DEFAULT_LIMIT, pausedUntil: until && until.getTime() > this.now() ? until : null };
-  }
-
-  async pausedUntil(workspaceId: string): Promise<Date | null> {
-    return (await this.state(workspaceId)).pausedUntil;
   }
 }

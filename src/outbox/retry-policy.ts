@@ -27,6 +27,19 @@ export interface FailureInfo {
   kind: FailureKind;
   message: string;
   retryAfterMs?: number;
+  /** The request may have reached the service (a timeout): it counts against the send cap. */
+  mayHaveArrived?: boolean;
+}
+
+/** How many sends of the message may have reached the service, and the cap on them. */
+export interface SendCount {
+  sends: number;
+  maxSends: number;
+}
+
+/** Why a message at the send cap is not sent again. */
+export function sendCapReason(sends: number, why: string): string {
+  return `not sent again: sent ${sends} times without a confirmed outcome (${why}); the service may already have it. Retry it from the delivery log if it did not arrive.`;
 }
 
 export function clamp(n: number, min: number, max: number): number {
@@ -46,9 +59,13 @@ export function backoffMs(retryNumber: number): number {
  * @param attempts how many attempts have been made, including the one that just failed
  * @param firstDueAt when the message first became due (the give-up clock starts there)
  */
-export function decideRetry(failure: FailureInfo, attempts: number, firstDueAt: Date, now: Date, random: () => number = Math.random): RetryDecision {
+export function decideRetry(failure: FailureInfo, attempts: number, firstDueAt: Date, now: Date, random: () => number = Math.random, count?: SendCount): RetryDecision {
   if (failure.kind === 'bad_request') return { action: 'dead', reason: failure.message };
   if (failure.kind === 'auth') return { action: 'hold', reason: 'invalid_key' };
+  // the service may already hold this many copies: another send could be one more duplicate
+  if (count && failure.mayHaveArrived && count.sends >= count.maxSends) {
+    return { action: 'dead', reason: sendCapReason(count.sends, failure.message) };
+  }
 
   const elapsed = now.getTime() - firstDueAt.getTime();
   let delay: number;

@@ -1,20 +1,25 @@
-// The delivery worker. Each shop with due messages gets a lane: claim a batch (live lane first),
-// reserve that many slots from the workspace's shared pacer, send each at its slot, and record
-// the classified outcome. Lanes run side by side, so one busy shop never starves another.
+// The delivery worker. It finds shops with DUE work through the queue of queues (due.ts),
+// oldest due first, and runs a bounded number of lanes, one shop each. A lane claims a batch
+// (live lane first), takes each send from the workspace's shared pacer at the moment it leaves,
+// and records the classified outcome. Between passes the worker sleeps until the earliest
+// future due time, a wake-up (in-process or NOTIFY), or the slow safety poll: a shop whose
+// messages all lie in the future costs nothing.
 import { randomUUID } from 'node:crypto';
-import type { OutboxMessage } from '@prisma/client';
-import type { Db } from '../db/client';
+import { rawOf, type Db } from '../db/client';
+import { prepare, rawDate, type RawStatement, type StatementBuilder } from '../db/raw';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import type { SendEventBody, ServiceClient, ServiceResult } from '../service/types';
-import type { Pacer } from './pacer';
-import type { AttemptRecord, HeldReason, OutboxRepository } from './repository';
+import type { ShopQueue } from './due';
+import { DEFAULT_LIMIT, type Pacer } from './pacer';
+import type { AttemptRecord, ClaimedMessage, HeldReason, OutboxRepository } from './repository';
 import { decideRetry } from './retry-policy';
 
 export interface WorkerDeps {
   db: Db;
   repo: OutboxRepository;
+  queue: ShopQueue;
   pacer: Pacer;
   client: ServiceClient;
   secrets: SecretBox;
@@ -23,19 +28,63 @@ export interface WorkerDeps {
   now?: () => Date;
   random?: () => number;
   workerId?: string;
-  /** How often to look for shops with due work when nothing nudges the worker. */
-  pollMs?: number;
-  /** Most messages claimed at once per shop; the batch is also capped at one second of the limit. */
+  /** Shops served at once by this process (WORKER_LANES). */
+  lanes?: number;
+  /** Most messages claimed at once per shop; the batch is also capped at a quarter second of the limit. */
   batchSize?: number;
   /** Request timeout, used to size claim locks. */
   requestTimeoutMs?: number;
+  /** How often expired locks are swept. */
   sweepEveryMs?: number;
+  /** The slow safety poll: discovery runs at least this often, whatever the wake-ups say. */
+  safetyPollMs?: number;
+  /** How often the queue of queues is reconciled with the outbox (a safety net; logs what it finds). */
+  reconcileEveryMs?: number;
+  /** How long a lane keeps one shop while other shops wait for a lane. */
+  laneQuantumMs?: number;
+  /** A lane's lease on its shop, renewed every batch. */
+  leaseMs?: number;
+  /** Waits between attempts to record an outcome that failed to write. */
+  recordRetryMs?: number[];
+  /** Longest a claimed batch waits for the workspace's next send before it is given back. */
+  maxSendWaitMs?: number;
+  /** Called once a contact delete's row was scrubbed of its address (sent, or dead). */
+  onScrubbed?: () => void;
 }
 
 interface ShopContext {
   workspaceId: string;
   apiKey: string;
+  /** The workspace's limit and pause as the lane began (read again for each later batch). */
+  pacing: { limit: number; pausedUntil: Date | null };
 }
+
+interface ContextRow {
+  uninstalledAt: unknown;
+  status: string | null;
+  workspaceId: string | null;
+  apiKeyEnc: string | null;
+  limitPerSec: number | null;
+  pausedUntil: unknown;
+}
+
+// A lane's start, in one statement: the shop, its connection and its workspace's pacing.
+const CONTEXT: StatementBuilder = (p) => `
+  SELECT "s"."uninstalledAt", "c"."status", "c"."workspaceId", "c"."apiKeyEnc", "w"."limitPerSec", "w"."pausedUntil"
+  FROM "Shop" AS "s"
+  LEFT JOIN "Connection" AS "c" ON "c"."shopId" = "s"."id"
+  LEFT JOIN "WorkspacePacer" AS "w" ON "w"."workspaceId" = "c"."workspaceId"
+  WHERE "s"."id" = ${p(1)}`;
+
+type LaneEnd = { notBefore?: Date };
+
+/**
+ * A lane's lease on its shop, renewed by every later batch. It bounds how long the shops of a
+ * process that died (SIGKILL, OOM) wait before another process serves them; a lease that runs
+ * out under a lane still sending only lets a second lane claim beside it (claims are atomic and
+ * pacing is shared, so nothing is sent twice or too fast).
+ */
+export const DEFAULT_LANE_LEASE_MS = 10_000;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -43,15 +92,32 @@ export class DeliveryWorker {
   readonly workerId: string;
   private readonly now: () => Date;
   private readonly lanes = new Map<string, Promise<void>>();
+  /** Messages this process holds (claimed, sending or recording): the sweeper leaves them alone. */
+  private readonly inHand = new Set<number>();
   private stopping = false;
   private loop?: Promise<void>;
   private wake?: () => void;
+  private woken = false;
   private lastSweep = 0;
+  private lastReconcile = 0;
   private readonly keyCache = new Map<string, { enc: string; key: string }>();
+  private readonly contextStatement: RawStatement<ContextRow>;
+  /** Whether the last pass filled every free lane (more shops may be due than lanes). */
+  private saturated = false;
+  /** When the sleeping loop means to look again (epoch ms). */
+  private plannedWake = 0;
+  /** Queries made by the discovery loop, for tests that check idle cost. */
+  discoveries = 0;
 
   constructor(private readonly deps: WorkerDeps) {
     this.workerId = deps.workerId ?? `w-${randomUUID().slice(0, 8)}`;
     this.now = deps.now ?? (() => new Date());
+    this.lastReconcile = Date.now();
+    this.contextStatement = prepare<ContextRow>(rawOf(deps.db), 'worker_context', CONTEXT);
+  }
+
+  private get maxLanes(): number {
+    return Math.max(1, this.deps.lanes ?? 32);
   }
 
   start(): void {
@@ -63,15 +129,16 @@ export class DeliveryWorker {
   /** Finishes in-flight sends, gives unsent claims back, and returns when every lane is done. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.wake?.();
+    this.nudge();
     await this.loop;
     await Promise.all([...this.lanes.values()]);
     this.loop = undefined;
   }
 
-  /** Starts a shop's lane at once (called after intake), instead of waiting for the next poll. */
-  nudge(shopId: string): void {
-    if (!this.stopping && this.loop) this.startLane(shopId);
+  /** New due work somewhere (a wake-up): look now instead of at the next timer. */
+  nudge(): void {
+    this.woken = true;
+    this.wake?.();
   }
 
   get activeLanes(): number {
@@ -79,101 +146,182 @@ export class DeliveryWorker {
   }
 
   private async run(): Promise<void> {
-    const { logger } = this.deps;
+    const { logger, queue } = this.deps;
     while (!this.stopping) {
+      let wakeAt: number | null = null;
       try {
-        const now = this.now().getTime();
-        if (now - this.lastSweep >= (this.deps.sweepEveryMs ?? 5_000)) {
-          this.lastSweep = now;
-          const released = await this.deps.repo.sweepExpiredLocks(this.now());
-          if (released) logger.warn({ released }, 'released messages locked by a process that stopped');
+        this.woken = false;
+        await this.housekeeping();
+        const free = this.maxLanes - this.lanes.size;
+        const leaseMs = this.deps.leaseMs ?? DEFAULT_LANE_LEASE_MS;
+        this.discoveries++;
+        const shops = await queue.lease(this.workerId, free, this.now(), leaseMs);
+        this.saturated = shops.length >= free;
+        for (const shopId of shops) this.startLane(shopId);
+        // all lanes busy: a finishing lane wakes us; otherwise sleep until the next due time
+        if (shops.length < free) {
+          const next = await queue.nextWake(this.now());
+          wakeAt = next ? next.getTime() : null;
         }
-        for (const shopId of await this.deps.repo.shopsWithQueuedWork()) this.startLane(shopId);
       } catch (err) {
-        logger.error({ err: (err as Error).message }, 'worker poll failed; retrying');
+        logger.error({ err: (err as Error).message }, 'worker pass failed; retrying');
+        wakeAt = this.now().getTime() + 1000;
       }
+      if (this.stopping || this.woken) continue;
+      const safety = this.deps.safetyPollMs ?? 30_000;
+      const sweep = this.deps.sweepEveryMs ?? 5_000;
+      const wait = Math.min(safety, sweep, wakeAt === null || Number.isNaN(wakeAt) ? Infinity : wakeAt - this.now().getTime());
+      this.plannedWake = this.now().getTime() + Math.max(0, wait);
       await new Promise<void>((resolve) => {
-        this.wake = resolve;
-        setTimeout(resolve, this.deps.pollMs ?? 250);
+        const timer = setTimeout(resolve, Math.max(0, wait));
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
       });
+      this.wake = undefined;
+    }
+  }
+
+  /** Expired locks of stopped processes go back to the queue; now and then, the safety reconcile. */
+  private async housekeeping(): Promise<void> {
+    const { repo, queue, logger } = this.deps;
+    const now = Date.now();
+    if (now - this.lastSweep >= (this.deps.sweepEveryMs ?? 5_000)) {
+      this.lastSweep = now;
+      const requeued = await repo.sweepExpiredLocks(this.now(), [...this.inHand]);
+      if (requeued.length) {
+        logger.warn({ released: requeued.length }, 'released messages locked by a process that stopped');
+        await queue.lower(requeued);
+      }
+    }
+    if (now - this.lastReconcile >= (this.deps.reconcileEveryMs ?? 300_000)) {
+      this.lastReconcile = now;
+      const missed = await queue.reconcile();
+      if (missed.length) logger.warn({ shops: missed.length, sample: missed.slice(0, 5) }, 'queued work that was not indexed as due was found by the safety reconcile');
     }
   }
 
   private startLane(shopId: string): void {
     if (this.lanes.has(shopId)) return;
     const lane = this.runLane(shopId)
-      .catch((err: unknown) => this.deps.logger.error({ shopId, err: (err as Error).message }, 'delivery lane failed; it will restart on the next poll'))
-      .finally(() => this.lanes.delete(shopId));
-    this.lanes.set(shopId, lane);
+      .catch((err: unknown) => {
+        this.deps.logger.error({ shopId, err: (err as Error).message }, 'delivery lane failed; the shop is served again on a later pass');
+        return {} as LaneEnd;
+      })
+      .then((end) => this.deps.queue.release(shopId, this.workerId, end.notBefore))
+      .catch((err: unknown) => {
+        this.deps.logger.warn({ shopId, err: (err as Error).message }, 'could not release a shop; its lease expires on its own');
+        return new Date(0);
+      })
+      .then((dueAt) => {
+        this.lanes.delete(shopId);
+        // look again only when it can matter: shops may be waiting for this lane, the shop is
+        // due before the loop means to wake, or the loop is mid-pass and cannot tell
+        if (this.saturated || this.wake === undefined || (dueAt !== null && dueAt.getTime() < this.plannedWake)) this.nudge();
+      });
+    this.lanes.set(shopId, lane.then(() => undefined));
   }
 
-  /** The shop's connection, or the reason its messages must wait. */
+  /** The shop's connection and its workspace's pacing, or the reason its messages must wait: one read. */
   private async context(shopId: string): Promise<ShopContext | { hold: HeldReason } | null> {
-    const shop = await this.deps.db.shop.findUnique({ where: { id: shopId }, include: { connection: true } });
-    if (!shop) return null;
-    if (shop.uninstalledAt) return { hold: 'uninstalled' };
-    const c = shop.connection;
-    if (!c) return { hold: 'disconnected' };
-    if (c.status !== 'connected') return { hold: 'invalid_key' };
+    const row = (await this.contextStatement.run([shopId]))[0];
+    if (!row) return null;
+    if (row.uninstalledAt !== null) return { hold: 'uninstalled' };
+    if (row.status === null || row.workspaceId === null || row.apiKeyEnc === null) return { hold: 'disconnected' };
+    if (row.status !== 'connected') return { hold: 'invalid_key' };
     let cached = this.keyCache.get(shopId);
-    if (!cached || cached.enc !== c.apiKeyEnc) {
-      cached = { enc: c.apiKeyEnc, key: this.deps.secrets.decrypt(c.apiKeyEnc, shopId) };
+    if (!cached || cached.enc !== row.apiKeyEnc) {
+      cached = { enc: row.apiKeyEnc, key: this.deps.secrets.decrypt(row.apiKeyEnc, shopId) };
       this.keyCache.set(shopId, cached);
     }
-    return { workspaceId: c.workspaceId, apiKey: cached.key };
+    const until = rawDate(row.pausedUntil);
+    return {
+      workspaceId: row.workspaceId,
+      apiKey: cached.key,
+      pacing: { limit: row.limitPerSec === null ? DEFAULT_LIMIT : Number(row.limitPerSec), pausedUntil: until && until.getTime() > this.now().getTime() ? until : null },
+    };
   }
 
   /**
-   * A shop's lane. Batches are pipelined: the next batch is claimed as soon as the current one
-   * has been dispatched, so the schedule has no gap while the last requests are in flight.
+   * A shop's lane: claim a batch, take each send from the pacer as it leaves, repeat until the
+   * shop has nothing due, the workspace is slowed down or paused, or the lane has had its turn
+   * while others wait.
    */
-  private async runLane(shopId: string): Promise<void> {
+  private async runLane(shopId: string): Promise<LaneEnd> {
     const { repo, pacer } = this.deps;
     const inFlight = new Set<Promise<unknown>>();
-    let stopLane = false;
+    const lane = { stop: false };
+    const started = Date.now();
     try {
-      while (!this.stopping && !stopLane) {
-        const ctx = await this.context(shopId);
-        if (!ctx) return;
-        if ('hold' in ctx) {
-          await repo.holdShop(shopId, ctx.hold);
-          return;
+      const ctx = await this.context(shopId);
+      if (!ctx) return {};
+      if ('hold' in ctx) {
+        await repo.holdShop(shopId, ctx.hold);
+        return {};
+      }
+      for (let round = 0; !this.stopping; round++) {
+        const { limit, pausedUntil } = round === 0 ? ctx.pacing : await pacer.state(ctx.workspaceId);
+        if (pausedUntil) return { notBefore: pausedUntil };
+        if (Date.now() - started > (this.deps.laneQuantumMs ?? 5_000) && this.lanes.size >= this.maxLanes) {
+          // other shops may be waiting for a lane: go behind them
+          return { notBefore: this.now() };
         }
-        const { limit, pausedUntil } = await pacer.state(ctx.workspaceId);
-        if (pausedUntil) return;
         // a quarter second of the limit per claim: a live event never waits behind much history
         const batchSize = Math.max(1, Math.min(this.deps.batchSize ?? 50, Math.ceil(limit / 4)));
-        // never more than about two seconds of requests outstanding
-        while (inFlight.size > 2 * limit) await Promise.race(inFlight);
         const lockMs = Math.ceil(((batchSize + 1) * 1000) / limit) + (this.deps.requestTimeoutMs ?? 10_000) + 5_000;
         const batch = await repo.claim(shopId, this.workerId, batchSize, this.now(), lockMs);
-        if (batch.length === 0) return;
-        let { slots } = await pacer.reserve(ctx.workspaceId, batch.length);
-        let i = 0;
-        for (let j = 0; i < batch.length; i++, j++) {
-          // A slot missed by more than the tolerance (a busy event loop) is given up, never
-          // used late: overdue slots fired back to back would burst past the limit.
-          if (this.now().getTime() - slots[j]! > pacer.lateToleranceMs) {
-            ({ slots } = await pacer.reserve(ctx.workspaceId, batch.length - i));
-            j = 0;
-          }
-          const wait = slots[j]! - this.now().getTime();
-          if (wait > 0) await sleep(wait);
-          if (this.stopping || stopLane) break;
-          const p = this.deliver(batch[i]!, ctx, shopId)
-            .then((r) => {
-              if (r === 'stop') stopLane = true;
-            })
-            .catch((err: unknown) => this.deps.logger.error({ shopId, err: (err as Error).message }, 'recording a delivery failed; its lock will expire and it will be retried'))
-            .finally(() => inFlight.delete(p));
-          inFlight.add(p);
-        }
-        // claimed but not sent (stopping, or the workspace got blocked): give them back untouched
-        await repo.release(batch.slice(i).map((m) => m.id), this.workerId);
+        if (batch.length === 0) return {};
+        const end = await this.sendBatch(shopId, ctx, batch, inFlight, lane, round > 0);
+        if (end) return end;
+        // a short batch took everything due: the release finds what was queued meanwhile
+        if (batch.length < batchSize) return {};
       }
+      return {};
     } finally {
       await Promise.all(inFlight);
     }
+  }
+
+  /** Sends a claimed batch at the workspace's pace; says why the lane must end, when it must. */
+  private async sendBatch(shopId: string, ctx: ShopContext, batch: ClaimedMessage[], inFlight: Set<Promise<unknown>>, lane: { stop: boolean }, renew: boolean): Promise<LaneEnd | null> {
+    const { repo, pacer, queue } = this.deps;
+    for (const m of batch) this.inHand.add(m.id);
+    let i = 0;
+    try {
+      // the lease was taken with the lane; later batches extend it
+      if (renew) await queue.renew(shopId, this.workerId, new Date(this.now().getTime() + (this.deps.leaseMs ?? DEFAULT_LANE_LEASE_MS)));
+      for (; i < batch.length; i++) {
+        // a workspace slowed down for long (a 429, someone else's traffic) gives its batch back
+        // and its shop comes round again then: no message waits claimed for long
+        const took = await pacer.takeSend(ctx.workspaceId, { shouldStop: () => this.stopping || lane.stop, maxWaitMs: this.deps.maxSendWaitMs ?? 2_000 });
+        if (took.kind === 'paused') return { notBefore: took.until };
+        if (took.kind === 'busy') return { notBefore: new Date(took.until) };
+        if (took.kind === 'stopped') break;
+        const msg = batch[i]!;
+        const p = this.deliver(msg, ctx, shopId)
+          .then((r) => {
+            if (r === 'stop') lane.stop = true;
+          })
+          .catch((err: unknown) => this.deps.logger.error({ shopId, messageId: msg.id, err: (err as Error).message }, 'a delivery failed unexpectedly; its lock will expire'))
+          .finally(() => {
+            inFlight.delete(p);
+            this.inHand.delete(msg.id);
+          });
+        inFlight.add(p);
+      }
+    } finally {
+      // claimed but not sent (stopping, a slow-down, or this lane failed): given back untouched;
+      // if even that fails, they are no longer in this process's hands, so the sweeper releases
+      // them once their lock expires
+      const unsent = batch.slice(i).map((m) => m.id);
+      for (const id of unsent) this.inHand.delete(id);
+      await repo.release(unsent, this.workerId).catch((err: unknown) => this.deps.logger.warn({ shopId, err: (err as Error).message }, 'could not give back unsent claims; their locks expire'));
+    }
+    if (!lane.stop) return null;
+    // the shop comes round again when its workspace can take a send (after a pause, a 429)
+    const free = await pacer.nextFree(ctx.workspaceId);
+    return free > this.now().getTime() ? { notBefore: new Date(free) } : {};
   }
 
   /**
@@ -190,7 +338,43 @@ export class DeliveryWorker {
       .catch((err: unknown) => this.deps.logger.warn({ shopId, err: (err as Error).message }, 'could not record the last delivery time'));
   }
 
-  private async deliver(msg: OutboxMessage, ctx: ShopContext, shopId: string): Promise<'continue' | 'stop'> {
+  /**
+   * Records that the service accepted a message. A write that fails is tried again a few times;
+   * then the smallest write that takes the message out of the queue (delivered_unconfirmed) is
+   * tried until its lock would expire. The message is never released for another send.
+   */
+  private async recordAccepted(msg: ClaimedMessage, at: Date, attempt: AttemptRecord, scrub: boolean): Promise<void> {
+    const { repo, logger, metrics } = this.deps;
+    const waits = this.deps.recordRetryMs ?? [200, 1000, 3000];
+    let lastError = '';
+    for (let i = 0; i <= waits.length; i++) {
+      try {
+        await repo.markDelivered(msg, this.workerId, at, attempt, scrub);
+        return;
+      } catch (err) {
+        lastError = (err as Error).message;
+        logger.warn({ messageId: msg.id, err: lastError, try: i + 1 }, 'recording a delivery failed; trying again');
+        if (i < waits.length) await sleep(waits[i]!);
+      }
+    }
+    const until = (msg.lockedUntil?.getTime() ?? Date.now()) + 5_000;
+    for (;;) {
+      try {
+        await repo.markUnconfirmed(msg, this.workerId, at, lastError.slice(0, 300), scrub);
+        metrics.unconfirmed.inc();
+        logger.error({ messageId: msg.id, shopId: msg.shopId }, 'the service accepted a message but its delivery could not be recorded; marked delivered_unconfirmed, it will not be sent again');
+        return;
+      } catch (err) {
+        if (this.now().getTime() > until) {
+          logger.error({ messageId: msg.id, err: (err as Error).message }, 'the database refused every write for an accepted message; its lock will expire and it may be sent again');
+          return;
+        }
+        await sleep(1000);
+      }
+    }
+  }
+
+  private async deliver(msg: ClaimedMessage, ctx: ShopContext, shopId: string): Promise<'continue' | 'stop'> {
     const { client, repo, pacer, metrics, logger, db } = this.deps;
     const startedAt = this.now();
     let result: ServiceResult<unknown>;
@@ -200,7 +384,6 @@ export class DeliveryWorker {
       const body = JSON.parse(msg.body) as SendEventBody;
       result = await client.sendEvent(ctx.apiKey, body);
     }
-    pacer.noteSend(ctx.workspaceId, startedAt.getTime());
     const finishedAt = this.now();
     const attempt: AttemptRecord = {
       attempt: msg.attempts,
@@ -213,37 +396,42 @@ export class DeliveryWorker {
     };
     metrics.deliveries.inc({ outcome: result.kind });
     if (result.kind === 'rate_limited') metrics.rateLimited.inc();
-    await pacer.observe(ctx.workspaceId, result.rate, result.kind === 'rate_limited', result.kind === 'ok' ? undefined : result.retryAfterMs);
-
     const scrub = msg.kind === 'contact_delete';
     if (result.kind === 'ok') {
-      await repo.markDelivered(msg, this.workerId, finishedAt, attempt, scrub);
-      // live events only: an import's backlog is not latency
+      // the service has it: from here on, nothing may send it again
+      await this.recordAccepted(msg, finishedAt, attempt, scrub);
+      if (scrub) this.deps.onScrubbed?.();
       if (msg.lane === 0) metrics.deliveryLatency.observe(Math.max(0, finishedAt.getTime() - msg.dueAt.getTime()) / 1000);
       this.noteDelivered(shopId, finishedAt);
+      await pacer.observe(ctx.workspaceId, result.rate, false).catch(() => undefined);
       return 'continue';
     }
+    await pacer.observe(ctx.workspaceId, result.rate, result.kind === 'rate_limited', result.retryAfterMs);
+    const yieldLane = result.kind === 'rate_limited';
     if (result.kind === 'not_acceptable') logger.error({ messageId: msg.id }, 'the service answered 406 Not Acceptable: our request headers are wrong (a bug)');
-    const decision = decideRetry(result, msg.attempts, msg.dueAt, finishedAt, this.deps.random);
+    const refused = !result.mayHaveArrived;
+    const decision = decideRetry(result, msg.attempts, msg.dueAt, finishedAt, this.deps.random, { sends: msg.sends - (refused ? 1 : 0), maxSends: repo.maxSends });
     await db.connection.updateMany({ where: { shopId }, data: { lastError: result.message, lastErrorAt: finishedAt } });
     switch (decision.action) {
       case 'retry':
-        await repo.reschedule(msg, this.workerId, decision.runAt, decision.reason, attempt);
-        return 'continue';
+        await repo.reschedule(msg, this.workerId, decision.runAt, decision.reason, attempt, refused, finishedAt);
+        // a 429: the lane gives its batch back and waits out the slow-down unclaimed
+        return yieldLane ? 'stop' : 'continue';
       case 'dead':
         logger.warn({ messageId: msg.id, shopId, reason: decision.reason }, 'delivery is dead');
-        await repo.markDead(msg, this.workerId, decision.reason, attempt, scrub);
+        await repo.markDead(msg, this.workerId, decision.reason, attempt, finishedAt, scrub);
+        if (scrub) this.deps.onScrubbed?.();
         return 'continue';
       case 'hold':
         logger.warn({ shopId }, 'the service refused the API key; holding the shop’s deliveries until a valid key is saved');
         await db.connection.updateMany({ where: { shopId }, data: { status: 'invalid_key' } });
-        await repo.markHeld(msg, this.workerId, 'invalid_key', result.message, attempt);
+        await repo.markHeld(msg, this.workerId, 'invalid_key', result.message, attempt, finishedAt);
         await repo.holdShop(shopId, 'invalid_key');
         return 'stop';
       case 'pause_workspace':
         logger.warn({ workspaceId: ctx.workspaceId, until: decision.until.toISOString() }, 'the service blocked the workspace; pausing its deliveries');
         await pacer.pause(ctx.workspaceId, decision.until, decision.reason);
-        await repo.reschedule(msg, this.workerId, decision.runAt, decision.reason, attempt);
+        await repo.reschedule(msg, this.workerId, decision.runAt, decision.reason, attempt, refused, finishedAt);
         return 'stop';
     }
   }

@@ -66,10 +66,15 @@ describe(`several processes on one database (${testProvider})`, () => {
     await second.kill('SIGTERM');
   }, 120_000);
 
-  it('two workers share one backlog: nothing delivered twice, and the workspace limit holds across both', async () => {
+  // Two stores of one merchant on one API key: one workspace, one limit. Each worker process
+  // serves one of the shops (a shop is in one lane at a time), both send into the workspace.
+  it('two workers share one workspace: nothing delivered twice, and its limit holds across both', async () => {
     const ws = await s.connectShop('shared.myshopify.com', { rateLimit: 50 });
-    await ingest(s, 'shared.myshopify.com', 400, 'shared');
-    const [a, b] = await Promise.all([spawnApp(childEnv(s)), spawnApp(childEnv(s))]);
+    s.shop.addShop({ domain: 'shared-two.myshopify.com', id: '700991', name: 'Shared Two' });
+    expect((await s.api('PUT', '/api/connection', { api_key: ws.apiKey }, 'shared-two.myshopify.com')).status).toBe(200);
+    await Promise.all([ingest(s, 'shared.myshopify.com', 200, 'shared'), ingest(s, 'shared-two.myshopify.com', 200, 'shared-two')]);
+    // one lane each, so each process serves one shop (a process with free lanes takes every due shop)
+    const [a, b] = await Promise.all([spawnApp({ ...childEnv(s), WORKER_LANES: '1' }), spawnApp({ ...childEnv(s), WORKER_LANES: '1' })]);
     children.push(a!, b!);
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 400, 60_000, '400 delivered');
     await new Promise((r) => setTimeout(r, 500));

@@ -1,0 +1,143 @@
+// The queue of queues. One ShopDue row per shop with queued work; dueAt is a lower bound of the
+// shop's earliest queued runAt. The worker finds shops with DUE work through the dueAt index,
+// oldest first, so a shop whose messages lie in the future costs nothing, whatever the number
+// of shops. Rules that keep it exact without locks:
+// - every writer that queues a message lowers dueAt (never raises it) and bumps `version`;
+// - only the lane that drained a shop raises it, with an UPDATE fenced on the version it read
+//   before computing the new value: a concurrent insert changes the version, the fence fails,
+//   and the lane looks again. A missed lowering is found by the slow reconcile (and logged).
+import { Prisma } from '@prisma/client';
+import { rawOf, type Db, type DbProvider } from '../db/client';
+import { prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
+import { Sql } from './sql';
+
+type Client = Db | Prisma.TransactionClient;
+
+export interface DueEntry {
+  shopId: string;
+  runAt: Date;
+}
+
+/** Lowers each shop's due time to its earliest runAt given (inserting the row if absent). */
+export async function lowerDue(client: Client, provider: DbProvider, entries: DueEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  const earliest = new Map<string, Date>();
+  for (const e of entries) {
+    const prev = earliest.get(e.shopId);
+    if (!prev || e.runAt < prev) earliest.set(e.shopId, e.runAt);
+  }
+  const sql = new Sql(client as Db, provider);
+  // one row per shop: PostgreSQL refuses to update a row twice in one statement
+  const values = [...earliest].map(([shopId, runAt]) => Prisma.sql`(${shopId}, ${sql.ts(runAt)}, 1)`);
+  await client.$executeRaw(Prisma.sql`
+    INSERT INTO "ShopDue" ("shopId", "dueAt", "version") VALUES ${Prisma.join(values)}
+    ON CONFLICT ("shopId") DO UPDATE SET
+      "dueAt" = CASE WHEN "ShopDue"."dueAt" IS NULL OR excluded."dueAt" < "ShopDue"."dueAt" THEN excluded."dueAt" ELSE "ShopDue"."dueAt" END,
+      "version" = "ShopDue"."version" + 1`);
+}
+
+// Parameters: 1 worker, 2 leased until, 3 now, 4 limit. Served by the dueAt index.
+const LEASE: StatementBuilder = (p, provider) => `
+  UPDATE "ShopDue" SET "leasedBy" = ${p(1)}, "leasedUntil" = ${p(2, 'timestamp')}
+  WHERE "shopId" IN (
+    SELECT "shopId" FROM "ShopDue"
+    WHERE "dueAt" <= ${p(3, 'timestamp')} AND ("leasedUntil" IS NULL OR "leasedUntil" < ${p(3, 'timestamp')})
+    ORDER BY "dueAt" LIMIT ${p(4, 'integer')} ${provider === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : ''}
+  ) RETURNING "shopId"`;
+// Parameter 1: now.
+const NEXT_WAKE: StatementBuilder = (p) => `
+  SELECT (SELECT MIN("dueAt") FROM "ShopDue" WHERE "dueAt" > ${p(1, 'timestamp')}) AS "future",
+         (SELECT MIN("leasedUntil") FROM "ShopDue" WHERE "dueAt" <= ${p(1, 'timestamp')} AND "leasedUntil" > ${p(1, 'timestamp')}) AS "lease"`;
+// A lane's end reads the shop's version and its earliest queued runAt (one index probe per lane:
+// live 0, import 1) in one statement, then raises the due time fenced on that version.
+const RELEASE_READ: StatementBuilder = (p) => `
+  SELECT "version", (SELECT MIN("m") FROM (
+    SELECT MIN("runAt") AS "m" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${p(1)} AND "lane" = 0
+    UNION ALL
+    SELECT MIN("runAt") AS "m" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${p(1)} AND "lane" = 1
+  ) AS "lanes") AS "earliest"
+  FROM "ShopDue" WHERE "shopId" = ${p(1)}`;
+// Parameters: 1 due at, 2 shop, 3 version read, 4 worker.
+const RELEASE_WRITE: StatementBuilder = (p) => `
+  UPDATE "ShopDue" SET "dueAt" = ${p(1, 'timestamp')}, "leasedBy" = NULL, "leasedUntil" = NULL
+  WHERE "shopId" = ${p(2)} AND "version" = ${p(3, 'integer')} AND "leasedBy" = ${p(4)}
+  RETURNING "shopId"`;
+
+export class ShopQueue {
+  private readonly sql: Sql;
+  private readonly leaseStatement: RawStatement<{ shopId: string }>;
+  private readonly nextWakeStatement: RawStatement<{ future: unknown; lease: unknown }>;
+  private readonly releaseRead: RawStatement<{ version: number; earliest: unknown }>;
+  private readonly releaseWrite: RawStatement<{ shopId: string }>;
+
+  constructor(
+    private readonly db: Db,
+    readonly provider: DbProvider,
+  ) {
+    this.sql = new Sql(db, provider);
+    this.leaseStatement = prepare(rawOf(db), 'due_lease', LEASE);
+    this.nextWakeStatement = prepare(rawOf(db), 'due_next_wake', NEXT_WAKE);
+    this.releaseRead = prepare(rawOf(db), 'due_release_read', RELEASE_READ);
+    this.releaseWrite = prepare(rawOf(db), 'due_release_write', RELEASE_WRITE);
+  }
+
+  lower(entries: DueEntry[]): Promise<void> {
+    return lowerDue(this.db, this.provider, entries);
+  }
+
+  /** Leases up to `limit` shops with due work that no live lane holds, oldest due first. */
+  async lease(workerId: string, limit: number, now: Date, leaseMs: number): Promise<string[]> {
+    if (limit <= 0) return [];
+    const rows = await this.leaseStatement.run([workerId, rawTimestamp(this.provider, new Date(now.getTime() + leaseMs)), rawTimestamp(this.provider, now), limit]);
+    return rows.map((r) => r.shopId);
+  }
+
+  /** Keeps a lane's lease while it works. */
+  async renew(shopId: string, workerId: string, until: Date): Promise<boolean> {
+    const res = await this.db.shopDue.updateMany({ where: { shopId, leasedBy: workerId }, data: { leasedUntil: until } });
+    return res.count === 1;
+  }
+
+  /**
+   * Ends a lane: sets the shop's due time from what is still queued (no sooner than `notBefore`:
+   * a workspace pause, or now for a shop that used its turn) and releases the lease. Fenced on
+   * the version, so work queued meanwhile is never hidden. Returns the new due time.
+   */
+  async release(shopId: string, workerId: string, notBefore?: Date): Promise<Date | null> {
+    for (let round = 0; round < 5; round++) {
+      const row = (await this.releaseRead.run([shopId]))[0];
+      if (!row) return null;
+      const earliest = rawDate(row.earliest);
+      const dueAt = earliest && notBefore && notBefore > earliest ? notBefore : earliest;
+      const done = await this.releaseWrite.run([dueAt ? rawTimestamp(this.provider, dueAt) : null, shopId, Number(row.version), workerId]);
+      if (done.length === 1) return dueAt;
+    }
+    // still changing under us: leave the (lower) due time as it is, only give the lease up
+    await this.db.shopDue.updateMany({ where: { shopId, leasedBy: workerId }, data: { leasedBy: null, leasedUntil: null } });
+    return new Date(0);
+  }
+
+  /**
+   * When the worker must look again: the earliest future due time, or an expiring lease. (Raw
+   * SQL: Prisma's aggregate over a DateTime column reads SQLite's epoch-ms values as invalid dates.)
+   */
+  async nextWake(now: Date): Promise<Date | null> {
+    const row = (await this.nextWakeStatement.run([rawTimestamp(this.provider, now)]))[0];
+    const times = [rawDate(row?.future), rawDate(row?.lease)].filter((d): d is Date => d !== null);
+    return times.length ? new Date(Math.min(...times.map((d) => d.getTime()))) : null;
+  }
+
+  /**
+   * The slow safety net: lowers the due time of any shop whose queued work is not indexed.
+   * Every writer lowers it itself, so anything found here is a missed wake-up (logged).
+   */
+  async reconcile(): Promise<string[]> {
+    const rows = await this.sql.query<{ shopId: string }>(Prisma.sql`
+      INSERT INTO "ShopDue" ("shopId", "dueAt", "version")
+      SELECT "shopId", MIN("runAt"), 1 FROM "OutboxMessage" WHERE "status" = 'queued' GROUP BY "shopId"
+      ON CONFLICT ("shopId") DO UPDATE SET "dueAt" = excluded."dueAt", "version" = "ShopDue"."version" + 1
+      WHERE "ShopDue"."dueAt" IS NULL OR excluded."dueAt" < "ShopDue"."dueAt"
+      RETURNING "shopId"`);
+    return rows.map((r) => r.shopId);
+  }
+}

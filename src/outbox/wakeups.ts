@@ -1,0 +1,111 @@
+// Wake-ups between the parts of the pipeline: new receipts wake the stage-2 processor, new due
+// messages wake the delivery worker. In one process they are direct calls. On PostgreSQL they
+// also travel between processes with NOTIFY / LISTEN, so a web process and separate worker
+// processes deliver with the latency of one process (graphile-worker's `jobs:insert` model).
+// A wake-up lost on the way (a dropped listener connection) is covered by the worker's slow
+// safety poll, and every reconnect wakes everyone once.
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { Logger } from '../observability/logger';
+
+export type Channel = 'due' | 'receipts';
+const PG_CHANNEL: Record<Channel, string> = { due: 'connector_due', receipts: 'connector_receipts' };
+
+export interface Wakeups {
+  /** After a commit: wake whoever waits on the channel, here and in other processes. */
+  publish(channel: Channel): void;
+  subscribe(channel: Channel, fn: () => void): void;
+  /** Starts listening to other processes (worker roles only). */
+  listen(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface WakeupsOptions {
+  logger: Logger;
+  /** PostgreSQL: publish through this pool and listen on a connection of its own. */
+  pg?: { pool: pg.Pool; connectionString: string };
+  /** How soon a dropped listener connects again. */
+  reconnectMs?: number;
+}
+
+export function createWakeups(opts: WakeupsOptions): Wakeups {
+  const subscribers: Record<Channel, Array<() => void>> = { due: [], receipts: [] };
+  const fire = (channel: Channel) => {
+    for (const fn of subscribers[channel]) fn();
+  };
+  let listener: pg.Client | null = null;
+  let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+  // NOTIFYs coalesced per tick: a burst of commits sends one per channel
+  const pending = new Set<Channel>();
+  /** This process, as the payload of its NOTIFYs. */
+  const self = randomUUID();
+
+  const flush = () => {
+    const channels = [...pending];
+    pending.clear();
+    for (const channel of channels) {
+      opts.pg!.pool.query('SELECT pg_notify($1, $2)', [PG_CHANNEL[channel], self]).catch((err: unknown) =>
+        opts.logger.warn({ err: (err as Error).message, channel }, 'could not notify other processes; their safety poll will find the work'),
+      );
+    }
+  };
+
+  async function connect(): Promise<void> {
+    const p = opts.pg!;
+    const client = new pg.Client({ connectionString: p.connectionString });
+    client.on('notification', (n) => {
+      // our own NOTIFY comes back too: publish() already woke this process
+      if (n.payload === self) return;
+      const channel = (Object.keys(PG_CHANNEL) as Channel[]).find((c) => PG_CHANNEL[c] === n.channel);
+      if (channel) fire(channel);
+    });
+    const reconnect = (why: string) => {
+      if (closed || listener !== client) return;
+      listener = null;
+      opts.logger.warn({ why }, 'wake-up listener lost its connection; reconnecting');
+      client.end().catch(() => undefined);
+      retry = setTimeout(() => void start(), opts.reconnectMs ?? 1000);
+    };
+    client.on('error', (err) => reconnect(err.message));
+    client.on('end', () => reconnect('connection ended'));
+    await client.connect();
+    await client.query(`LISTEN ${PG_CHANNEL.due}; LISTEN ${PG_CHANNEL.receipts}`);
+    listener = client;
+  }
+
+  async function start(): Promise<void> {
+    if (closed) return;
+    try {
+      await connect();
+      // anything published while we were not listening
+      fire('receipts');
+      fire('due');
+    } catch (err) {
+      opts.logger.warn({ err: (err as Error).message }, 'wake-up listener could not connect; retrying');
+      retry = setTimeout(() => void start(), opts.reconnectMs ?? 1000);
+    }
+  }
+
+  return {
+    publish(channel) {
+      fire(channel);
+      if (!opts.pg || closed) return;
+      if (pending.size === 0) process.nextTick(flush);
+      pending.add(channel);
+    },
+    subscribe(channel, fn) {
+      subscribers[channel].push(fn);
+    },
+    async listen() {
+      if (opts.pg && !listener) await start();
+    },
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      const l = listener;
+      listener = null;
+      await l?.end().catch(() => undefined);
+    },
+  };
+}
