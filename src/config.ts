@@ -18,7 +18,7 @@ export const SANDBOX_DEFAULTS = {
   ENCRYPTION_KEY: Buffer.alloc(32, 's').toString('base64'),
 } as const;
 
-export const DEFAULT_SCOPES = 'read_orders,read_customers,read_checkouts';
+export const DEFAULT_SCOPES = 'read_orders,read_customers,read_checkouts,read_fulfillments';
 
 const url = (name: string) =>
   z.string().refine((v) => {
@@ -54,8 +54,27 @@ const schema = z.object({
   SHOPIFY_ADMIN_ORIGIN: url('SHOPIFY_ADMIN_ORIGIN').optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   SERVICE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120000).default(10000),
-  WORKER_ENABLED: z.enum(['true', 'false']).default('true'),
+  // deprecated alias of ROLE=web (false) / ROLE=all (true)
+  WORKER_ENABLED: z.enum(['true', 'false']).optional(),
+  ROLE: z.enum(['all', 'web', 'worker']).optional(),
+  WORKER_LANES: z.coerce.number().int().min(1).max(1000).default(32),
+  MAX_SENDS_PER_MESSAGE: z.coerce.number().int().min(1).max(100).default(8),
+  CHECKOUT_GRACE_MINUTES: z.coerce.number().int().min(0).max(24 * 60).default(10),
+  CHECKOUT_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(365).default(7),
+  // processed receipts keep their webhook id (the dedupe) this long, then are deleted
+  RECEIPT_RETENTION_DAYS: z.coerce.number().int().min(1).max(90).default(7),
+  // storefront pixel (src/pixel): how long an anonymous visitor's events wait for an email, how
+  // long a client id stays tied to the email it gave, the abandonment delays, the rate limits
+  PIXEL_ANONYMOUS_HOURS: z.coerce.number().positive().max(24).default(24),
+  PIXEL_IDENTITY_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  PIXEL_BROWSE_DELAY_MINUTES: z.coerce.number().int().min(1).max(7 * 24 * 60).default(60),
+  PIXEL_CART_DELAY_MINUTES: z.coerce.number().int().min(1).max(7 * 24 * 60).default(60),
+  PIXEL_RATE_PER_SHOP: z.coerce.number().positive().max(1_000_000).default(1000),
+  PIXEL_RATE_PER_CLIENT: z.coerce.number().positive().max(10_000).default(2),
 });
+
+/** What a process runs: web = HTTP (intake, admin API); worker = receipt processing and delivery; all = both. */
+export type Role = 'all' | 'web' | 'worker';
 
 export interface Config {
   production: boolean;
@@ -73,7 +92,17 @@ export interface Config {
   service: { baseUrl: string; webhookUrl: string; timeoutMs: number };
   encryption: { key: Buffer; previousKeys: Buffer[] };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  role: Role;
+  /** Runs receipt processing and delivery (role all or worker). */
   workerEnabled: boolean;
+  /** Runs the public HTTP surface: webhooks, pixel, admin API, page (role all or web). */
+  webEnabled: boolean;
+  worker: { lanes: number; maxSendsPerMessage: number };
+  /** How long processed receipts are kept for deduplication. */
+  receiptRetentionDays: number;
+  checkouts: { graceMinutes: number; maxAgeDays: number };
+  /** The storefront pixel: retention of anonymous events and of identities, abandonment delays, requests per second. */
+  pixel: { anonymousHours: number; identityDays: number; browseDelayMinutes: number; cartDelayMinutes: number; ratePerShop: number; ratePerClient: number };
 }
 
 type Env = Record<string, string | undefined>;
@@ -103,6 +132,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (production && !e.SHOPIFY_APP_URL.startsWith('https://')) {
     throw new ConfigError('SHOPIFY_APP_URL is invalid: it must be https when NODE_ENV=production');
   }
+  if (e.ROLE && e.WORKER_ENABLED) throw new ConfigError('WORKER_ENABLED is a deprecated alias of ROLE: set only ROLE');
+  const role: Role = e.ROLE ?? (e.WORKER_ENABLED === 'false' ? 'web' : 'all');
   return {
     production,
     sandbox: !production,
@@ -129,6 +160,16 @@ export function loadConfig(env: Env = process.env): Config {
         .map((k) => Buffer.from(k.trim(), 'base64')),
     },
     logLevel: e.LOG_LEVEL,
-    workerEnabled: e.WORKER_ENABLED === 'true',
+    role,
+    workerEnabled: role !== 'web',
+    webEnabled: role !== 'worker',
+    worker: { lanes: e.WORKER_LANES, maxSendsPerMessage: e.MAX_SENDS_PER_MESSAGE },
+    checkouts: { graceMinutes: e.CHECKOUT_GRACE_MINUTES, maxAgeDays: e.CHECKOUT_MAX_AGE_DAYS },
+    receiptRetentionDays: e.RECEIPT_RETENTION_DAYS,
+    pixel: {
+      anonymousHours: e.PIXEL_ANONYMOUS_HOURS, identityDays: e.PIXEL_IDENTITY_DAYS,
+      browseDelayMinutes: e.PIXEL_BROWSE_DELAY_MINUTES, cartDelayMinutes: e.PIXEL_CART_DELAY_MINUTES,
+      ratePerShop: e.PIXEL_RATE_PER_SHOP, ratePerClient: e.PIXEL_RATE_PER_CLIENT,
+    },
   };
 }

@@ -3,7 +3,8 @@
 import { createDevSessionMinter } from './http/dev-session';
 import { configOrExit, handleSignals } from './main';
 import { startFakeShop } from './sandbox/fake-shop';
-import { sampleCheckout, sampleCustomer, sampleOrder } from './sandbox/samples';
+import { pixelKeyOf } from './sandbox/fake-shop/storefront';
+import { sampleCheckout, sampleCustomer, sampleFulfillment, sampleFulfillmentEvent, sampleOrder, SHIPMENT_SEQUENCE } from './sandbox/samples';
 import { startServiceEmulator } from './sandbox/service-emulator';
 import { SANDBOX_DEFAULTS } from './config';
 import { startServer } from './server';
@@ -11,10 +12,20 @@ import { startServer } from './server';
 const DEV_SHOP = 'demo-store.myshopify.com';
 const FAKE_SHOP_PORT = 4011;
 
+/**
+ * The shipping topics play one story: fulfillments/create ships the last simulated order, and
+ * each fulfillment_events/create moves that fulfillment one status on (in transit, out for
+ * delivery, delivered; pressed again, delivered repeats and sends nothing new).
+ * fulfillments/update gives the same fulfillment a shipment_status.
+ */
+const story = { order: 0, fulfillment: 0, step: 0 };
+
 /** A sample payload for each topic the Simulate panel offers. */
 function samplePayload(topic: string, n: number): unknown {
   switch (topic) {
     case 'orders/create':
+      story.order = n;
+      return { ...sampleOrder(n), cancelled_at: null, cancel_reason: null };
     case 'orders/paid':
     case 'orders/cancelled':
       return { ...sampleOrder(n), cancelled_at: topic === 'orders/cancelled' ? new Date().toISOString() : null, cancel_reason: topic === 'orders/cancelled' ? 'customer' : null };
@@ -28,6 +39,21 @@ function samplePayload(topic: string, n: number): unknown {
     case 'customers/create':
     case 'customers/update':
       return { ...sampleCustomer(n), updated_at: new Date().toISOString() };
+    case 'fulfillments/create':
+      Object.assign(story, { fulfillment: n, step: 0 });
+      return sampleFulfillment(n, { order: story.order || n });
+    case 'fulfillments/update': {
+      if (!story.fulfillment) Object.assign(story, { fulfillment: n, step: 0 });
+      const status = SHIPMENT_SEQUENCE[Math.max(0, story.step - 1)] ?? 'in_transit';
+      return sampleFulfillment(story.fulfillment, { order: story.order || story.fulfillment, shipmentStatus: status, updatedAt: new Date() });
+    }
+    case 'fulfillment_events/create': {
+      // an event before any fulfillments/create: a fresh fulfillment, as Shopify's unordered delivery may show
+      if (!story.fulfillment) Object.assign(story, { fulfillment: n, step: 0 });
+      const status = SHIPMENT_SEQUENCE[Math.min(story.step, SHIPMENT_SEQUENCE.length - 1)]!;
+      story.step += 1;
+      return sampleFulfillmentEvent(story.fulfillment, status, { order: story.order || story.fulfillment, at: new Date() });
+    }
     default:
       return {};
   }
@@ -44,7 +70,9 @@ async function dev(): Promise<void> {
   const emulator = useEmulator ? await startServiceEmulator({ port: Number(new URL(config.service.baseUrl).port), host: '127.0.0.1' }) : null;
   const workspace = emulator?.createWorkspace({ name: 'Sandbox Workspace' });
   const shop = useFakeShop
-    ? await startFakeShop({ apiKey: config.shopify.apiKey, apiSecret: config.shopify.apiSecret, port: FAKE_SHOP_PORT, host: '127.0.0.1', shops: [{ domain: DEV_SHOP, id: '548380009', name: 'Demo Store' }] })
+    ? await startFakeShop({ apiKey: config.shopify.apiKey, apiSecret: config.shopify.apiSecret, port: FAKE_SHOP_PORT, host: '127.0.0.1', shops: [{ domain: DEV_SHOP, id: '548380009', name: 'Demo Store' }],
+        // the storefront runs the web pixel with the settings the app gave it (webPixelCreate), as Shopify does
+        storefront: { appUrl: config.shopify.appUrl, pixelKey: (): string | null => pixelKeyOf(shop?.webPixel(DEV_SHOP)?.settings) } })
     : null;
   let n = Math.floor(Date.now() / 1000) % 100_000;
 
@@ -53,6 +81,8 @@ async function dev(): Promise<void> {
       mintDevSessionToken: createDevSessionMinter(config),
       devShop: DEV_SHOP,
       simulate: shop ? (topic, domain) => shop.sendWebhook(`http://127.0.0.1:${config.port}`, { topic, shopDomain: domain, payload: samplePayload(topic, (n += 1)) }) : undefined,
+      // the merchant grants optional scopes in the simulated shop; like Shopify, it then sends app/scopes_update
+      grantScopes: shop ? (domain, scopes) => shop.sendWebhook(`http://127.0.0.1:${config.port}`, { topic: 'app/scopes_update', shopDomain: domain, payload: shop.grantScopes(domain, scopes) }) : undefined,
       sandboxLinks: emulator ? [{ label: 'Events received by the service emulator', href: `${emulator.url}/_sandbox/events` }] : [],
     },
   });
@@ -74,7 +104,7 @@ async function dev(): Promise<void> {
     `    Admin page:       ${config.shopify.appUrl}/  (acts as ${DEV_SHOP})`,
     `    Health:           ${running.url}/healthz   Metrics: ${running.url}/metrics`,
     emulator ? `    Service emulator: ${emulator.url}   (received events: ${emulator.url}/_sandbox/events)` : `    Email service:    ${config.service.baseUrl}`,
-    shop ? `    Simulated shop:   ${shop.url}  (${DEV_SHOP}, installed)` : '',
+    shop ? `    Simulated shop:   ${shop.url}  (${DEV_SHOP}, installed; its storefront, running the web pixel: ${shop.url}/)` : '',
     workspace ? `\n  Paste this sandbox API key in the page to connect: ${workspace.apiKey}` : '',
     '  Then use the Simulate panel on the page to send orders, checkouts and customers.',
     '',

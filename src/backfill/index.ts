@@ -7,10 +7,12 @@ import type { Logger } from '../observability/logger';
 import type { ShopifyApi } from '../shopify/api';
 import type { OfflineTokens } from '../shopify/tokens';
 import { createBackfillUseCases, type BackfillUseCases } from '../use-cases/backfill';
-import { BackfillRunner, type BackfillRunnerDeps } from './runner';
+import type { BackfillRunnerDeps } from './deps';
+import { BackfillRunner } from './runner';
 import { createShopifyBulkSource, type BulkSource } from './shopify-bulk';
 
-export { BackfillRunner, type BackfillRunnerDeps } from './runner';
+export { BackfillRunner } from './runner';
+export type { BackfillRunnerDeps } from './deps';
 export { createShopifyBulkSource, BulkSourceError, type BulkSource, type BulkOperation } from './shopify-bulk';
 export { KINDS, type Kind } from './progress';
 
@@ -32,6 +34,8 @@ export interface BackfillModuleDeps {
   runner?: Omit<Partial<BackfillRunnerDeps>, 'db' | 'provider' | 'source' | 'logger' | 'now' | 'onEnqueued'>;
   /** Replaces Shopify (tests of odd Shopify behaviour). */
   source?: BulkSource;
+  /** Product images and links for imported orders (the live events' cache). */
+  enrich?: BackfillRunnerDeps['enrich'];
 }
 
 export interface BackfillModule {
@@ -45,7 +49,7 @@ export interface BackfillModule {
 
 export function createBackfill(deps: BackfillModuleDeps): BackfillModule {
   const source = deps.source ?? createShopifyBulkSource({ shopify: deps.shopify, tokens: deps.tokens, logger: deps.logger, adminOrigin: deps.adminOrigin, production: deps.production });
-  const runner = new BackfillRunner({ ...deps.runner, db: deps.db, provider: deps.provider, source, logger: deps.logger, now: deps.now, onEnqueued: deps.onEnqueued });
+  const runner = new BackfillRunner({ ...deps.runner, db: deps.db, provider: deps.provider, source, logger: deps.logger, now: deps.now, onEnqueued: deps.onEnqueued, enrich: deps.enrich });
   const useCases = createBackfillUseCases({ db: deps.db, now: deps.now, wake: () => runner.wake() });
   return {
     runner,

@@ -4,11 +4,11 @@
 // batch starts. Reading waits while the shop's historical queue is full, and lets go of the
 // download when the wait is long.
 import type { Backfill } from '@prisma/client';
-import { isLineItem, mapImportedCustomer, mapImportedOrder, type ImportContext } from '../mapping/imports';
+import { importedLineItemIds, isLineItem, mapImportedCustomer, mapImportedOrder, type ImportContext } from '../mapping/imports';
 import type { NewMessage } from '../mapping';
+import type { BackfillRunnerDeps } from './deps';
 import { InvalidLineError, jsonlLines, LineTooLongError, RootGrouper, type RootRecord } from './jsonl';
 import { parseKinds, parseProgress, resetKind, type Kind, type Progress } from './progress';
-import type { BackfillRunnerDeps } from './runner';
 import { BulkSourceError, type BulkOperation } from './shopify-bulk';
 import type { BackfillStore, ShopState } from './store';
 
@@ -56,10 +56,10 @@ function transient(err: unknown): boolean {
   return true;
 }
 
+/** Objects read for one batch; they are mapped at commit, after their products are looked up. */
 interface Batch {
-  messages: NewMessage[];
+  roots: RootRecord[];
   records: number;
-  skipped: number;
 }
 
 /** One backfill being run by this process. */
@@ -268,14 +268,11 @@ export class Job {
     const lines = jsonlLines(opened.chunks, ranged ? { firstByte: p.byte, firstLine: p.line } : { skipLines: p.line });
     const grouper = new RootGrouper();
     const batchSize = this.deps.batchSize ?? 500;
-    let batch: Batch = { messages: [], records: 0, skipped: 0 };
+    let batch: Batch = { roots: [], records: 0 };
     let last = { line: p.line, byte: p.byte };
     const add = (rec: RootRecord) => {
-      const ctx: ImportContext = { shopDomain: this.domain, settings: this.shop!.settings, now: this.now() };
-      const r = kind === 'customers' ? mapImportedCustomer(rec.root, ctx) : mapImportedOrder(rec.root, rec.children.filter(isLineItem), ctx);
+      batch.roots.push(rec);
       batch.records++;
-      if ('skipped' in r) batch.skipped++;
-      else batch.messages.push(r.message);
     };
     for await (const line of lines) {
       if (line.number % YIELD_EVERY_LINES === 0) await yieldToLoop();
@@ -285,7 +282,7 @@ export class Job {
       if (batch.records >= batchSize) {
         const next = grouper.pending!;
         await this.commit(kind, batch, { line: next.startLine, byte: next.startByte });
-        batch = { messages: [], records: 0, skipped: 0 };
+        batch = { roots: [], records: 0 };
       }
     }
     const tail = grouper.finish();
@@ -294,19 +291,35 @@ export class Job {
     if (grouper.orphans) this.log.warn({ kind, orphans: grouper.orphans }, 'child objects away from their parent were ignored');
   }
 
+  /** Maps a batch: orders with the images and links of their products (the live events' cache). */
+  private async map(kind: Kind, roots: RootRecord[]): Promise<{ messages: NewMessage[]; skipped: number }> {
+    const items = roots.map((rec) => rec.children.filter(isLineItem));
+    const products = kind === 'orders' && this.deps.enrich ? await this.deps.enrich({ id: this.b.shopId, domain: this.domain }, items.flatMap(importedLineItemIds)) : undefined;
+    const ctx: ImportContext = { shopDomain: this.domain, settings: this.shop!.settings, now: this.now(), products };
+    const messages: NewMessage[] = [];
+    let skipped = 0;
+    roots.forEach((rec, i) => {
+      const r = kind === 'customers' ? mapImportedCustomer(rec.root, ctx) : mapImportedOrder(rec.root, items[i]!, ctx);
+      if ('skipped' in r) skipped++;
+      else messages.push(r.message);
+    });
+    return { messages, skipped };
+  }
+
   private async commit(kind: Kind, batch: Batch, at: { line: number; byte: number }): Promise<void> {
-    await this.waitForRoom(batch.messages.length, true);
+    const mapped = await this.map(kind, batch.roots);
+    await this.waitForRoom(mapped.messages.length, true);
     const started = Date.now();
     const base = this.progress;
     const result = await this.store.commit({
       backfill: this.b,
       kinds: this.kinds,
-      messages: batch.messages,
+      messages: mapped.messages,
       skipLiveOrders: kind === 'orders',
       progress: (inserted, skippedLive) => {
         const next: Progress = { ...base, counts: { ...base.counts }, line: at.line, byte: at.byte, note: null };
         const c = base.counts[kind];
-        next.counts[kind] = { ...c, processed: c.processed + batch.records, queued: c.queued + inserted, skipped: c.skipped + batch.skipped + skippedLive };
+        next.counts[kind] = { ...c, processed: c.processed + batch.records, queued: c.queued + inserted, skipped: c.skipped + mapped.skipped + skippedLive };
         return next;
       },
     });

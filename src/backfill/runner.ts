@@ -6,43 +6,13 @@
 // the unsaved part of a batch is simply read again by whoever continues.
 import { randomUUID } from 'node:crypto';
 import type { Backfill } from '@prisma/client';
-import type { Db, DbProvider } from '../db/client';
-import type { Logger } from '../observability/logger';
+import type { BackfillRunnerDeps } from './deps';
 import { InvalidLineError, LineTooLongError } from './jsonl';
 import { Fatal, Job, Stop, type StopReason } from './job';
-import { BulkSourceError, type BulkSource } from './shopify-bulk';
+import { BulkSourceError } from './shopify-bulk';
 import { BackfillStore } from './store';
 
-export interface BackfillRunnerDeps {
-  db: Db;
-  provider: DbProvider;
-  source: BulkSource;
-  logger: Logger;
-  now?: () => Date;
-  /** Tells the delivery worker a shop has new due work. */
-  onEnqueued?: (shopId: string) => void;
-  runnerId?: string;
-  /** How often to look for backfills to run. Default 2 000 ms. */
-  pollMs?: number;
-  /** Lease on a running backfill; renewed every third of it. Default 60 000 ms. */
-  leaseMs?: number;
-  /** Root objects (customers, orders) per transaction. Default 500. */
-  batchSize?: number;
-  /** Reading pauses while the shop has this many historical messages queued. Default 10 000. */
-  maxQueued?: number;
-  /** Polling of a running bulk operation: first and longest interval. Default [1 000, 10 000] ms. */
-  opPollMs?: [number, number];
-  /** Backfills this process runs at once. Default 2. */
-  maxConcurrent?: number;
-  /** Consecutive transient failures before a backfill fails. Default 8. */
-  maxAttempts?: number;
-  /** First retry delay, doubled each time up to a minute. Default 1 000 ms. */
-  retryBaseMs?: number;
-  /** How often a paused import (API key refused) checks again. Default 5 000 ms. */
-  pausePollMs?: number;
-  /** Longest wait for room with the download open; past it the connection is closed and reopened later. Default 20 000 ms. */
-  holdOpenMs?: number;
-}
+export type { BackfillRunnerDeps } from './deps';
 
 export class BackfillRunner {
   readonly runnerId: string;

@@ -153,9 +153,11 @@ export class BackfillStore {
     };
   }
 
-  /** Historical messages of the shop waiting for the worker (index: status, shopId, lane). */
+  /** Historical messages of the shop not yet sent: queued or claimed (index: status, shopId, lane). */
   queuedHistorical(shopId: string): Promise<number> {
-    return this.db.outboxMessage.count({ where: { status: 'queued', shopId, lane: 1 } });
+    // 'delivering' too: the worker claims a batch ahead of its paced sends, and those are
+    // still the queue the reader must wait for
+    return this.db.outboxMessage.count({ where: { status: { in: ['queued', 'delivering'] }, shopId, lane: 1 } });
   }
 
   /** The running backfill of a shop that waits on this bulk operation, if any. */

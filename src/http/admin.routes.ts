@@ -49,7 +49,7 @@ export function adminRoutes(deps: AdminRoutesDeps): Router {
     res.json(await connection.connect(shopOf(res), api_key));
   });
   r.delete('/api/connection', async (_req, res) => {
-    await connection.disconnect(shopOf(res).id);
+    await connection.disconnect(shopOf(res));
     res.status(204).end();
   });
   r.get('/api/lists', async (_req, res) => {
@@ -82,7 +82,7 @@ export function adminRoutes(deps: AdminRoutesDeps): Router {
     res.status(202).json({ delivery_id: await activity.testEvent(shop, email ?? `connector-test@${shop.domain.replace(/\.myshopify\.com$/, '')}.example.com`) });
   });
   r.get('/api/stats', async (_req, res) => {
-    res.json(await activity.stats(shopOf(res).id));
+    res.json(await activity.stats(shopOf(res)));
   });
   r.get('/api/data-requests', async (_req, res) => {
     res.json({ data_requests: await activity.dataRequests(shopOf(res).id) });

@@ -3,7 +3,8 @@ import express, { type ErrorRequestHandler, type Router } from 'express';
 import type { Db } from '../db/client';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
-import { HttpError, sendError } from './errors';
+import { UseCaseError } from '../use-cases/errors';
+import { HttpError, sendError, sendUseCaseError } from './errors';
 import { opsRoutes } from './ops.routes';
 
 export interface AppDeps {
@@ -31,6 +32,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   const onError: ErrorRequestHandler = (err, req, res, _next) => {
     if (res.headersSent) return;
+    if (err instanceof UseCaseError) return sendUseCaseError(res, err);
     if (err instanceof HttpError) return sendError(res, err.status, err.code, err.message);
     const e = err as { type?: string; status?: number };
     if (e.type === 'entity.too.large') return sendError(res, 413, 'payload_too_large', 'The request body is too large');

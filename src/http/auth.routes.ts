@@ -17,6 +17,8 @@ export interface AuthRoutesDeps {
   db: Db;
   tokens: OfflineTokens;
   logger: Logger;
+  /** A reinstall queued held deliveries again (see shopify/install.ts). */
+  onResumed?: (shopId: string) => void;
 }
 
 export const AUTH_PATH = '/auth';
@@ -60,7 +62,7 @@ export function authRoutes(deps: AuthRoutesDeps): Router {
     }
     try {
       await tokens.saveOfflineSession(session);
-      await recordInstall({ shopify, db, logger }, session);
+      await recordInstall({ shopify, db, logger, onResumed: deps.onResumed }, session);
     } catch (err) {
       logger.error({ shop, err: (err as Error)?.name, message: scrubSecrets(String((err as Error)?.message ?? '')).slice(0, 300) }, 'could not record the install');
       return sendError(res, 500, 'internal_error', 'Could not record the installation; please retry');

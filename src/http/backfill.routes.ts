@@ -4,7 +4,7 @@ import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { KINDS } from '../backfill/progress';
 import type { BackfillUseCases } from '../use-cases/backfill';
-import { HttpError, sendError } from './errors';
+import { HttpError } from './errors';
 import { shopOf } from './session-token';
 
 export interface BackfillRoutesDeps {
@@ -53,12 +53,6 @@ export function backfillRoutes(deps: BackfillRoutesDeps): Router {
       throw new HttpError(400, 'invalid_request', 'since: must not be in the future');
     }
     const result = await deps.backfill.start(shopOf(res).id, { since: body.since, kinds: body.kinds });
-    if (result.status === 'not_connected') {
-      return sendError(res, 409, 'not_connected', 'Connect the email service before importing the store’s history');
-    }
-    if (result.status === 'running') {
-      return sendError(res, 409, 'backfill_running', 'An import is already running for this store; cancel it or wait for it to finish', { backfill_id: result.backfill_id });
-    }
     res.status(202).json({ backfill_id: result.backfill_id });
   });
 
@@ -67,9 +61,7 @@ export function backfillRoutes(deps: BackfillRoutesDeps): Router {
   });
 
   r.delete('/api/backfill', async (_req, res) => {
-    const cancelled = await deps.backfill.cancel(shopOf(res).id);
-    if (!cancelled) return sendError(res, 404, 'no_backfill_running', 'No import is running for this store');
-    res.json(cancelled);
+    res.json(await deps.backfill.cancel(shopOf(res).id));
   });
   return r;
 }

@@ -16,6 +16,8 @@ export interface SessionTokenDeps {
   db: Db;
   tokens: OfflineTokens;
   logger: Logger;
+  /** A reinstall queued held deliveries again (see shopify/install.ts). */
+  onResumed?: (shopId: string) => void;
 }
 
 /** What the middleware leaves in res.locals.shop: the Shop row's id and domain. */
@@ -72,9 +74,9 @@ export function sessionTokenMiddleware(deps: SessionTokenDeps): RequestHandler {
           }
           return sendError(res, 502, 'shopify_unavailable', 'Shopify could not be reached to complete the installation; please retry');
         }
-        installed = await recordInstall({ shopify, db, logger }, session);
+        installed = await recordInstall({ shopify, db, logger, onResumed: deps.onResumed }, session);
       } else if (!row) {
-        installed = await recordInstall({ shopify, db, logger }, session);
+        installed = await recordInstall({ shopify, db, logger, onResumed: deps.onResumed }, session);
       } else {
         installed = { id: row.id, domain: row.domain };
         if (!row.shopifyId) await ensureShopIdentity({ shopify, db, logger }, session);

@@ -1,13 +1,14 @@
 // The embedded admin page: `/` (index.html with the auth mode baked in), its static assets
 // under /ui/, and the event catalog. In sandbox mode, and only when the composition root
 // passes a minter, /_dev/* gives the page a session token for the simulated shop and lets it
-// simulate webhooks; in production those routes are never registered.
+// simulate webhooks and grant optional scopes; in production those routes are never registered.
 import fs from 'node:fs';
 import path from 'node:path';
 import express, { Router, type Request, type Response } from 'express';
 import type { Config } from '../config';
-import { EVENT_TABLE } from '../mapping';
+import { EVENT_TABLE, STOREFRONT_EVENT_TABLE } from '../mapping';
 import { CONTACT_PROPERTY_DEFAULTS, CONTACT_PROPERTIES, EVENT_DEFAULTS, EVENT_NAMES } from '../settings/settings';
+import { OPTIONAL_SCOPES } from '../shopify/scopes';
 import { DELIVERY_STATUSES } from '../use-cases/activity';
 import { DEV_TOKEN_TTL_SEC, SHOP_DOMAIN } from './dev-session';
 import { sendError } from './errors';
@@ -29,6 +30,11 @@ export interface UiRoutesDeps {
   simulate?: (topic: string, shop: string) => Promise<unknown>;
   /** Topics offered by the Simulate panel; defaults to every forwarded topic. */
   simulateTopics?: string[];
+  /**
+   * Sandbox only: the simulated shop grants optional scopes to the app, as App Bridge's
+   * shopify.scopes.request does in the admin (and, like Shopify, sends app/scopes_update).
+   */
+  grantScopes?: (shop: string, scopes: string[]) => Promise<unknown>;
   /** Sandbox only: links shown in the dev panel (e.g. the emulator's /_sandbox/events). */
   sandboxLinks?: SandboxLink[];
   /** The shop the dev page acts as when the URL has no ?shop=. */
@@ -49,7 +55,7 @@ const escapeAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;
 
 /** The catalog the page renders its toggles from: the contract's table, never hard-coded twice. */
 export function buildCatalog() {
-  const topicsOf = (name: string) => Object.entries(EVENT_TABLE).filter(([, events]) => (events as readonly string[]).includes(name)).map(([t]) => t);
+  const topicsOf = (name: string) => Object.entries({ ...EVENT_TABLE, ...STOREFRONT_EVENT_TABLE }).filter(([, events]) => (events as readonly string[]).includes(name)).map(([t]) => t);
   return {
     events: EVENT_NAMES.map((name) => ({ name, topics: topicsOf(name), default_on: EVENT_DEFAULTS[name] })),
     contact_properties: CONTACT_PROPERTIES.map((name) => ({ name, default_on: CONTACT_PROPERTY_DEFAULTS[name] })),
@@ -84,13 +90,14 @@ export function uiRoutes(deps: UiRoutesDeps): Router {
   const uiDir = deps.uiDir ?? findUiDir();
   const devMode = config.sandbox && !config.production && typeof deps.mintDevSessionToken === 'function';
   const simulate = devMode ? deps.simulate : undefined;
+  const grantScopes = devMode ? deps.grantScopes : undefined;
   const devShop = deps.devShop ?? DEFAULT_DEV_SHOP;
   const template = fs.readFileSync(path.join(uiDir, 'index.html'), 'utf8');
   if (!template.includes('<!-- app:head -->')) throw new Error('index.html lacks the <!-- app:head --> marker');
   const html = template.replace('<!-- app:head -->', headFor({ devMode, apiKey: config.shopify.apiKey, devShop, simulate: Boolean(simulate) }));
   const catalog = JSON.stringify({
     ...buildCatalog(),
-    sandbox: devMode ? { simulate_topics: simulate ? (deps.simulateTopics ?? Object.keys(EVENT_TABLE)) : [], links: deps.sandboxLinks ?? [] } : null,
+    sandbox: devMode ? { simulate_topics: simulate ? (deps.simulateTopics ?? Object.keys(EVENT_TABLE)) : [], links: deps.sandboxLinks ?? [], ...(grantScopes ? { grant_scopes: true } : {}) } : null,
   });
 
   const r = Router();
@@ -119,6 +126,23 @@ export function uiRoutes(deps: UiRoutesDeps): Router {
       if (!SHOP_DOMAIN.test(shop)) return sendError(res, 400, 'invalid_shop', 'shop must be a myshopify.com domain');
       res.set('Cache-Control', 'no-store').json({ token: mint(shop), shop, expires_in: DEV_TOKEN_TTL_SEC });
     });
+    if (grantScopes) {
+      r.post('/_dev/grant-scopes', express.json({ limit: '10kb' }), async (req, res) => {
+        const body = (req.body ?? {}) as { scopes?: unknown; shop?: unknown };
+        const shop = shopParam(body.shop);
+        const scopes = Array.isArray(body.scopes) ? body.scopes : [];
+        if (!SHOP_DOMAIN.test(shop)) return sendError(res, 400, 'invalid_shop', 'shop must be a myshopify.com domain');
+        if (scopes.length === 0 || !scopes.every((s) => typeof s === 'string' && OPTIONAL_SCOPES.includes(s))) {
+          return sendError(res, 400, 'invalid_scopes', `scopes must be some of the optional scopes: ${OPTIONAL_SCOPES.join(', ')}`);
+        }
+        try {
+          const result = (await grantScopes(shop, scopes as string[])) as { status?: unknown } | undefined;
+          res.json({ granted: scopes, webhook_status: typeof result?.status === 'number' ? result.status : null });
+        } catch (err) {
+          sendError(res, 502, 'grant_failed', `The simulated shop could not grant the scopes: ${(err as Error).message}`);
+        }
+      });
+    }
     if (simulate) {
       const topics = new Set(deps.simulateTopics ?? Object.keys(EVENT_TABLE));
       r.post('/_dev/simulate', express.json({ limit: '10kb' }), async (req, res) => {

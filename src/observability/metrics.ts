@@ -26,10 +26,56 @@ export class Metrics {
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600],
     registers: [this.registry],
   });
+  readonly enrichment = new Counter({
+    name: 'connector_enrichment_total',
+    help: 'Product image lookups for line items, by outcome (hit, fetched, no_scope, timeout, throttled, failed)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly unconfirmed = new Counter({
+    name: 'connector_deliveries_unconfirmed_total',
+    help: 'Messages the service accepted whose delivery could not be recorded: marked delivered_unconfirmed, never sent again',
+    registers: [this.registry],
+  });
+  readonly skipped = new Counter({
+    name: 'connector_messages_skipped_total',
+    help: 'Events recorded as skipped and never sent (no valid email address, a checkout too old to abandon), by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly queueDepth = new Gauge({
     name: 'connector_outbox_messages',
     help: 'Outbox messages by status',
     labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly receiptsProcessed = new Counter({
+    name: 'connector_receipts_processed_total',
+    help: 'Receipts processed by stage 2, by outcome (accepted, ignored, rejected, erased)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly pixelRequests = new Counter({
+    name: 'connector_pixel_requests_total',
+    help: 'Requests to POST /pixel/events, by outcome (accepted, unknown_key, rate_limited, bad_request, too_large, unsupported_type, unavailable)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly pixelEvents = new Counter({
+    name: 'connector_pixel_events_total',
+    help: 'Storefront events read by stage 2, by outcome (accepted, collapsed, waiting, ignored, no_consent, invalid) and anonymous events deleted unsent (expired)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly receiptsPending = new Gauge({
+    name: 'connector_receipts_pending',
+    help: 'Webhooks and pixel batches stored by stage 1 and not yet processed by stage 2',
+    registers: [this.registry],
+  });
+  readonly receiptsOldestAge = new Gauge({
+    name: 'connector_receipts_oldest_pending_age_seconds',
+    help: 'Age of the oldest receipt not yet processed (0 when none): the intake lag',
     registers: [this.registry],
   });
 
@@ -44,5 +90,14 @@ export class Metrics {
       gauge.reset();
       await refresh((status, n) => gauge.set({ status }, n));
     };
+  }
+
+  /** Registers a function that refreshes the intake-lag gauges on each scrape. */
+  onScrapeLag(read: () => Promise<{ pending: number; oldestAgeS: number }>): void {
+    let last: Promise<{ pending: number; oldestAgeS: number }> | null = null;
+    // both gauges from one read per scrape
+    const once = () => (last ??= read().finally(() => setImmediate(() => (last = null))));
+    (this.receiptsPending as unknown as { collect: () => Promise<void> }).collect = async () => this.receiptsPending.set((await once()).pending);
+    (this.receiptsOldestAge as unknown as { collect: () => Promise<void> }).collect = async () => this.receiptsOldestAge.set((await once()).oldestAgeS);
   }
 }

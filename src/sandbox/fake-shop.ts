@@ -1,6 +1,7 @@
 // A fake Shopify for tests and `npm run dev`. Point the app at it with SHOPIFY_ADMIN_ORIGIN=url:
 // it answers the OAuth token endpoint (code grant, token exchange, rotating refresh tokens),
-// the consent page, and Admin GraphQL; it also mints App Bridge session tokens and signs webhooks.
+// the consent page, and Admin GraphQL (shop, products, web pixels, granted scopes, within a query
+// cost bucket); it also mints App Bridge session tokens and signs webhooks.
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -8,11 +9,16 @@ import express from 'express';
 import { graphqlRoutes, shopQueryHandler, type GraphqlHandler } from './fake-shop/graphql';
 import { signHs256, type SessionTokenClaims } from './fake-shop/jwt';
 import { approveAuthorization, oauthRoutes, signOAuthQuery } from './fake-shop/oauth';
-import { FakeShopState, type FailEndpoint, type FakeShopInit, type FakeShopRecord, type TokenStats } from './fake-shop/state';
+import { storefrontRoutes, type StorefrontOptions } from './fake-shop/storefront';
+import { FakeShopState, type FailEndpoint, type FakeShopInit, type FakeShopRecord, type ScopesUpdatePayload, type TokenStats } from './fake-shop/state';
+import { catalogHandler, FakeCatalog, productImageRoutes, sampleProducts, type FakeProductInit } from './fake-shop/catalog';
+import { CostBuckets, type ThrottleStatus } from './fake-shop/cost';
+import { accessScopesHandler, pixelHandler, type FakePixel } from './fake-shop/pixels';
 import { deliverWebhook, signWebhook, type SignedWebhook, type WebhookOptions } from './fake-shop/webhooks';
 
-export type { FakeShopInit, FakeShopRecord, TokenStats, GraphqlHandler, SessionTokenClaims, WebhookOptions, SignedWebhook };
+export type { FakeShopInit, FakeShopRecord, TokenStats, GraphqlHandler, SessionTokenClaims, WebhookOptions, SignedWebhook, StorefrontOptions };
 export type { GraphqlRequest } from './fake-shop/graphql';
+export type { FakeProductInit, FakePixel, ScopesUpdatePayload, ThrottleStatus };
 export { signOAuthQuery };
 
 export interface FakeShopOptions {
@@ -26,8 +32,10 @@ export interface FakeShopOptions {
   accessTokenTtlSec?: number;
   /** Lifetime of refresh tokens; default 90 days. */
   refreshTokenTtlSec?: number;
-  /** Scopes reported with every token. */
+  /** Scopes every shop starts with (FakeShopInit.scopes sets one shop's); tokens report the shop's. */
   scopes?: string;
+  /** Serves a storefront at `url` that runs the app's web pixel (src/sandbox/fake-shop/storefront.ts). */
+  storefront?: StorefrontOptions;
 }
 
 export type SessionTokenOverrides = Partial<SessionTokenClaims> & {
@@ -59,23 +67,44 @@ export interface FakeShop {
   failNext(endpoint: FailEndpoint, status: number, times?: number): void;
   /** Adds an Admin GraphQL handler, asked before the built-in ones. */
   addGraphqlHandler(handler: GraphqlHandler): void;
+  /** The scopes the shop has granted the app now. */
+  grantedScopes(domain: string): string[];
+  /**
+   * The merchant grants optional scopes (Shopify's grant modal). Existing tokens carry them at
+   * once, as on Shopify; returns the app/scopes_update payload to send (see sendWebhook).
+   */
+  grantScopes(domain: string, scopes: string[]): ScopesUpdatePayload;
+  /** The merchant revokes scopes; returns the app/scopes_update payload. */
+  revokeScopes(domain: string, scopes: string[]): ScopesUpdatePayload;
+  /** The app's active web pixel on the shop (its id and settings JSON string), or null. */
+  webPixel(domain: string): FakePixel | null;
+  /** Adds or replaces a product the Admin API knows (every shop starts with the sample products). */
+  addProduct(domain: string, product: FakeProductInit): void;
+  removeProduct(domain: string, productId: string): boolean;
+  /** Sets the shop's GraphQL cost bucket (2000 points restoring 100/s by default). */
+  setThrottle(domain: string, status: Partial<ThrottleStatus>): void;
 }
 
 export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
   const state = new FakeShopState({
     apiKey: opts.apiKey,
     apiSecret: opts.apiSecret,
-    scopes: opts.scopes ?? 'read_orders,read_customers,read_checkouts',
+    scopes: opts.scopes ?? 'read_orders,read_customers,read_checkouts,read_fulfillments',
     accessTokenTtlSec: opts.accessTokenTtlSec ?? 3600,
     refreshTokenTtlSec: opts.refreshTokenTtlSec ?? 90 * 24 * 3600,
   });
   for (const s of opts.shops ?? []) state.addShop(s);
-  const handlers: GraphqlHandler[] = [shopQueryHandler];
+  const costs = new CostBuckets();
+  const catalog = new FakeCatalog(() => sampleProducts(url));
+  const pixels = new Map<string, FakePixel>();
+  const handlers: GraphqlHandler[] = [catalogHandler(state, catalog, costs), pixelHandler(state, pixels, costs), accessScopesHandler(state, costs), shopQueryHandler];
 
   const app = express();
   app.disable('x-powered-by');
   app.use(oauthRoutes(state));
   app.use(graphqlRoutes(state, handlers));
+  app.use(productImageRoutes());
+  if (opts.storefront) app.use(storefrontRoutes(state, opts.storefront));
   app.use((_req, res) => res.status(404).json({ errors: 'Not Found' }));
 
   const server = await new Promise<Server>((resolve, reject) => {
@@ -125,5 +154,15 @@ export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
     expireAccessToken: (shopDomain) => state.expireAccessTokens(domainOf(shopDomain)),
     failNext: (endpoint, status, times = 1) => state.failNext(endpoint, status, times),
     addGraphqlHandler: (handler) => void handlers.unshift(handler),
+    grantedScopes: (domain) => state.scopesOf(domainOf(domain)),
+    grantScopes: (domain, scopes) => state.changeScopes(domainOf(domain), scopes),
+    revokeScopes: (domain, scopes) => state.changeScopes(domainOf(domain), [], scopes),
+    webPixel: (domain) => {
+      const pixel = pixels.get(domainOf(domain));
+      return pixel ? { ...pixel } : null;
+    },
+    addProduct: (domain, product) => catalog.add(domainOf(domain), product),
+    removeProduct: (domain, productId) => catalog.remove(domainOf(domain), productId),
+    setThrottle: (domain, status) => costs.set(domainOf(domain), status),
   };
 }

@@ -97,3 +97,84 @@ export function sampleCheckout(n: number, opts: { completed?: boolean; at?: Date
     customer: { id: c.id, email: c.email, first_name: c.first_name, last_name: c.last_name, email_marketing_consent: c.email_marketing_consent },
   };
 }
+
+/** The shipment statuses the simulated carrier reports, in order (fulfillment_events/create). */
+export const SHIPMENT_SEQUENCE = ['in_transit', 'out_for_delivery', 'delivered'] as const;
+const EVENT_STATUSES = ['confirmed', 'label_printed', 'in_transit', 'out_for_delivery', 'attempted_delivery', 'delivered', 'failure'];
+const HOUR = 3_600_000;
+
+const fulfillmentId = (n: number) => 4_000_000_000_000 + n;
+const trackingNumber = (n: number) => `1Z999AA1${String(n).padStart(10, '0')}`;
+
+/** When the fulfillment of sample order `order` is created: a day after the order. */
+function fulfilledAt(order: ReturnType<typeof sampleOrder>): Date {
+  return new Date(Date.parse(order.created_at) + 24 * HOUR);
+}
+
+/**
+ * A fulfillments/create (or /update) payload: fulfillment `n` of sample order `opts.order`
+ * (default n), shipped by UPS with one tracking number unless `tracked` is false.
+ */
+export function sampleFulfillment(n: number, opts: { order?: number; tracked?: boolean; shipmentStatus?: string | null; status?: string; updatedAt?: Date } = {}) {
+  const order = sampleOrder(opts.order ?? n);
+  const id = fulfillmentId(n);
+  const tracked = opts.tracked ?? true;
+  const number = trackingNumber(n);
+  const url = `https://www.ups.com/track?loc=en_US&tracknum=${number}`;
+  const createdAt = fulfilledAt(order).toISOString();
+  return {
+    id,
+    order_id: order.id,
+    status: opts.status ?? 'success',
+    created_at: createdAt,
+    service: 'manual',
+    updated_at: (opts.updatedAt ?? new Date(createdAt)).toISOString(),
+    tracking_company: tracked ? 'UPS' : null,
+    shipment_status: opts.shipmentStatus ?? null,
+    location_id: 905684977,
+    origin_address: null,
+    email: order.email,
+    destination: { ...order.shipping_address },
+    line_items: order.line_items.map((li) => ({ ...li, fulfillment_service: 'manual', fulfillment_status: 'fulfilled', requires_shipping: true, gift_card: false })),
+    tracking_number: tracked ? number : null,
+    tracking_numbers: tracked ? [number] : [],
+    tracking_url: tracked ? url : null,
+    tracking_urls: tracked ? [url] : [],
+    receipt: {},
+    name: `${order.name}.1`,
+    admin_graphql_api_id: `gid://shopify/Fulfillment/${id}`,
+  };
+}
+
+/**
+ * A fulfillment_events/create payload: the carrier reports `status` for fulfillment `n` (of
+ * sample order `opts.order`, default n). Dated six hours apart along the carrier's statuses.
+ */
+export function sampleFulfillmentEvent(n: number, status: string, opts: { order?: number; at?: Date } = {}) {
+  const order = sampleOrder(opts.order ?? n);
+  const step = Math.max(0, EVENT_STATUSES.indexOf(status));
+  const at = (opts.at ?? new Date(fulfilledAt(order).getTime() + (step + 1) * 6 * HOUR)).toISOString();
+  const [city, country] = [order.shipping_address.city, order.shipping_address.country_code];
+  const id = 6_000_000_000_000 + n * 16 + step;
+  const delivered = status === 'delivered';
+  return {
+    id,
+    fulfillment_id: fulfillmentId(n),
+    status,
+    message: status.replace(/_/g, ' '),
+    happened_at: at,
+    city,
+    province: null,
+    country,
+    zip: order.shipping_address.zip,
+    address1: null,
+    latitude: null,
+    longitude: null,
+    shop_id: 548380009,
+    created_at: at,
+    updated_at: at,
+    estimated_delivery_at: delivered ? null : new Date(fulfilledAt(order).getTime() + 48 * HOUR).toISOString(),
+    order_id: order.id,
+    admin_graphql_api_id: `gid://shopify/FulfillmentEvent/${id}`,
+  };
+}

@@ -117,7 +117,7 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
   async function send(apiKey: string, call: Call, opts: { keep404?: boolean } = {}): Promise<Answer | ServiceFailure> {
     if (!USABLE_KEY.test(apiKey)) {
       // Empty, or characters no header can carry: no service would accept it, so do not send it.
-      const refused: ServiceFailure = { kind: 'auth', message: 'The API key is empty or contains characters that cannot be sent, so it is not a valid key.', rate: {}, durationMs: 0 };
+      const refused: ServiceFailure = { kind: 'auth', message: 'The API key is empty or contains characters that cannot be sent, so it is not a valid key.', rate: {}, durationMs: 0, mayHaveArrived: false };
       log(call, call.paths[0] ?? '', refused);
       return refused;
     }
@@ -158,7 +158,7 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
   }
 
   function fail(a: Answer, kind: ServiceFailure['kind'], message: string, apiKey: string): ServiceFailure {
-    return { kind, status: a.status, message: redactSecret(message, apiKey), rate: a.rate, durationMs: a.durationMs };
+    return { kind, status: a.status, message: redactSecret(message, apiKey), rate: a.rate, durationMs: a.durationMs, mayHaveArrived: false };
   }
 
   return {

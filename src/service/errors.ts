@@ -32,7 +32,7 @@ export interface ResponseFacts {
 
 /** Classifies a non-2xx response. The caller redacts the key from `message`. */
 export function failureFromResponse(r: ResponseFacts): ServiceFailure {
-  const base = { status: r.status, rate: r.rate, durationMs: r.durationMs };
+  const base = { status: r.status, rate: r.rate, durationMs: r.durationMs, mayHaveArrived: false };
   // The spec gives 403 bodies a `detail` and 400 bodies a `message`; prefer the documented one.
   const said = describeErrorBody(r.body, r.text, r.status === 403 ? 'detail' : 'message');
   const s = r.status;
@@ -79,6 +79,8 @@ export function failureFromError(err: unknown, ctx: { timeoutMs: number; duratio
   const name = typeof e.name === 'string' ? e.name : '';
   const code = errCode(err);
   let message: string;
+  // the request was written (or may have been) before the wait ended: the service may have it
+  let mayHaveArrived = true;
   if (name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT'
     || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_ABORTED' || code === 'UND_ERR_CONNECT_TIMEOUT') {
     message = `The email service did not answer within ${ctx.timeoutMs} ms.`;
@@ -86,9 +88,10 @@ export function failureFromError(err: unknown, ctx: { timeoutMs: number; duratio
     message = 'The connection to the email service was closed before a response arrived.';
   } else if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH') {
     message = `Could not connect to the email service (${code}).`;
+    mayHaveArrived = false;
   } else {
     const detail = typeof e.message === 'string' ? e.message : String(err);
     message = `The request to the email service failed: ${detail}${code ? ` (${code})` : ''}.`;
   }
-  return { kind: 'retryable', message, rate: {}, durationMs: ctx.durationMs };
+  return { kind: 'retryable', message, rate: {}, durationMs: ctx.durationMs, mayHaveArrived };
 }

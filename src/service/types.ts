@@ -18,6 +18,13 @@ export type ServiceFailure = {
   retryAfterMs?: number;
   rate: RateInfo;
   durationMs: number;
+  /**
+   * Whether the request may have reached the service and been accepted. False when the service
+   * answered (any status: it refused) or the connection was never made; true for timeouts and
+   * connections closed after the request was written. The outbox counts such sends against a
+   * message's cap, so an event is never re-sent without end.
+   */
+  mayHaveArrived: boolean;
 };
 
 export type ServiceResult<T> =

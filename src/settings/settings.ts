@@ -16,6 +16,15 @@ export const EVENT_DEFAULTS = {
   email_subscribed: true,
   email_unsubscribed: true,
   product_ordered: false,
+  order_shipped: true,
+  shipment_out_for_delivery: true,
+  shipment_delivered: true,
+  shipment_delivery_failed: true,
+  // storefront events, from the web pixel (src/pixel)
+  viewed_product: true,
+  added_to_cart: true,
+  browse_abandoned: true,
+  cart_abandoned: true,
 } as const;
 
 export type EventName = keyof typeof EVENT_DEFAULTS;

@@ -16,6 +16,8 @@ export interface InstallDeps {
   shopify: ShopifyApi;
   db: Db;
   logger: Logger;
+  /** A reinstall queued again what the uninstall held: index it as due and wake the workers. */
+  onResumed?: (shopId: string) => void;
 }
 
 /**
@@ -44,6 +46,7 @@ export async function recordInstall(deps: InstallDeps, session: Session): Promis
         data: { status: 'queued', heldReason: null, runAt: new Date() },
       });
       deps.logger.info({ shop: domain, resumed: resumed.count }, 'shop reinstalled');
+      if (resumed.count) deps.onResumed?.(existing.id);
     }
     return { id: existing.id, domain };
   }

@@ -2,13 +2,14 @@
 // manual retry, the test event, and stats.
 import { Prisma, type OutboxMessage } from '@prisma/client';
 import type { Db, DbProvider } from '../db/client';
-import { HttpError } from '../http/errors';
 import { buildTestEvent } from '../mapping';
 import type { OutboxRepository } from '../outbox/repository';
 import { Sql } from '../outbox/sql';
+import type { ReceiptStore } from '../intake/receipt-store';
+import { UseCaseError } from './errors';
 import { insertNew } from './store-messages';
 
-export const DELIVERY_STATUSES = ['queued', 'delivering', 'delivered', 'held', 'dead', 'cancelled'] as const;
+export const DELIVERY_STATUSES = ['queued', 'delivering', 'delivered', 'delivered_unconfirmed', 'held', 'dead', 'cancelled', 'skipped'] as const;
 
 export interface DeliveryView {
   id: string;
@@ -46,6 +47,8 @@ export interface ActivityDeps {
   db: Db;
   provider: DbProvider;
   repo: OutboxRepository;
+  /** The intake's lag, shown when webhooks wait to be processed. */
+  receipts: Pick<ReceiptStore, 'lag'>;
   now?: () => Date;
   onEnqueued?: (shopId: string) => void;
 }
@@ -64,7 +67,8 @@ export function createActivity(deps: ActivityDeps) {
       take: 1,
       select: { latencyMs: true },
     });
-    return rows[0]?.latencyMs ?? null;
+    const ms = rows[0]?.latencyMs;
+    return ms === undefined || ms === null ? null : Number(ms);
   }
 
   return {
@@ -80,7 +84,7 @@ export function createActivity(deps: ActivityDeps) {
 
     async get(shopId: string, id: number) {
       const m = await db.outboxMessage.findFirst({ where: { id, shopId }, include: { deliveryLogs: { orderBy: { id: 'asc' } } } });
-      if (!m) throw new HttpError(404, 'not_found', 'No such delivery');
+      if (!m) throw new UseCaseError('not_found', 'No such delivery');
       return {
         ...deliveryView(m),
         body: m.kind === 'event' ? (JSON.parse(m.body) as unknown) : null,
@@ -92,14 +96,14 @@ export function createActivity(deps: ActivityDeps) {
 
     async retry(shopId: string, id: number): Promise<void> {
       const r = await repo.retry(shopId, id, now());
-      if (r === 'not_found') throw new HttpError(404, 'not_found', 'No such delivery');
-      if (r === 'not_retryable') throw new HttpError(409, 'not_retryable', 'Only dead or held deliveries can be retried');
+      if (r === 'not_found') throw new UseCaseError('not_found', 'No such delivery');
+      if (r === 'not_retryable') throw new UseCaseError('not_retryable', 'Only dead, held or unconfirmed deliveries can be retried');
       deps.onEnqueued?.(shopId);
     },
 
     async testEvent(shop: { id: string; domain: string }, email: string): Promise<string> {
       const connection = await db.connection.findUnique({ where: { shopId: shop.id } });
-      if (!connection) throw new HttpError(409, 'not_connected', 'Connect an API key before sending a test event.');
+      if (!connection) throw new UseCaseError('not_connected', 'Connect an API key before sending a test event.');
       const at = now();
       const sourceId = `test:${at.getTime().toString(36)}:${Math.random().toString(36).slice(2, 8)}`;
       const msg = buildTestEvent({ shopDomain: shop.domain, email, sourceId, now: at });
@@ -110,7 +114,8 @@ export function createActivity(deps: ActivityDeps) {
       return String(row.id);
     },
 
-    async stats(shopId: string) {
+    async stats(shop: { id: string; domain: string }) {
+      const shopId = shop.id;
       const t = now();
       const since = new Date(t.getTime() - 24 * 3_600_000);
       const [byStatus, delivered24h, oldest] = await Promise.all([
@@ -129,6 +134,7 @@ export function createActivity(deps: ActivityDeps) {
         GROUP BY 1`);
       const firstHour = Math.floor(since.getTime() / 3_600_000) + 1;
       const perHour = new Map(hours.map((r) => [Number(r.h), Number(r.n)]));
+      const lag = await deps.receipts.lag(t, shop.domain);
       return {
         queued: count('queued'),
         delivering: count('delivering'),
@@ -136,6 +142,11 @@ export function createActivity(deps: ActivityDeps) {
         dead: count('dead'),
         held: count('held'),
         cancelled: count('cancelled'),
+        skipped: count('skipped'),
+        delivered_unconfirmed: count('delivered_unconfirmed'),
+        // webhooks stored but not yet turned into deliveries (stage 2 behind)
+        received_unprocessed: lag.pending,
+        received_unprocessed_oldest_age_s: Math.round(lag.oldestAgeS),
         oldest_queued_age_s: oldest ? Math.max(0, Math.round((t.getTime() - oldest.runAt.getTime()) / 1000)) : 0,
         p50_latency_ms: p50,
         p95_latency_ms: p95,
@@ -150,7 +161,7 @@ export function createActivity(deps: ActivityDeps) {
 
     async dataRequest(shopId: string, id: number) {
       const row = await db.dataExport.findFirst({ where: { id, shopId } });
-      if (!row) throw new HttpError(404, 'not_found', 'No such data request');
+      if (!row) throw new UseCaseError('not_found', 'No such data request');
       return JSON.parse(row.content) as unknown;
     },
   };

@@ -3,6 +3,7 @@
 import type { Backfill } from '@prisma/client';
 import type { Db } from '../db/client';
 import { ACTIVE_STATES, KINDS, parseKinds, parseProgress, type Kind } from '../backfill/progress';
+import { UseCaseError } from './errors';
 
 export interface BackfillDeps {
   db: Db;
@@ -19,10 +20,10 @@ export interface StartInput {
   kinds?: Kind[];
 }
 
-export type StartResult =
-  | { status: 'started'; backfill_id: string }
-  | { status: 'running'; backfill_id: string }
-  | { status: 'not_connected' };
+export interface StartResult {
+  status: 'started';
+  backfill_id: string;
+}
 
 export interface BackfillView {
   backfill_id: string | null;
@@ -93,13 +94,14 @@ export function createBackfillUseCases(deps: BackfillDeps) {
   }
 
   return {
+    /** Throws UseCaseError not_connected, or backfill_running (with the running import's backfill_id). */
     async start(shopId: string, input: StartInput): Promise<StartResult> {
       const connection = await db.connection.findUnique({ where: { shopId }, select: { status: true } });
-      if (!connection) return { status: 'not_connected' };
+      if (!connection) throw new UseCaseError('not_connected', 'Connect the email service before importing the store’s history');
       const at = now();
       const since = input.since === 'all' ? null : (input.since ?? new Date(at.getTime() - (deps.defaultSinceDays ?? 365) * 86_400_000));
       const kinds = KINDS.filter((k) => (input.kinds ?? KINDS).includes(k));
-      const result = await db.$transaction(async (tx): Promise<StartResult> => {
+      const result = await db.$transaction(async (tx): Promise<StartResult | { status: 'running'; backfill_id: string }> => {
         // touching the shop row serialises concurrent starts for one shop (a row lock on PostgreSQL)
         await tx.shop.update({ where: { id: shopId }, data: { updatedAt: at } });
         const running = await tx.backfill.findFirst({ where: { shopId, state: { in: [...ACTIVE_STATES] } }, select: { id: true } });
@@ -107,7 +109,10 @@ export function createBackfillUseCases(deps: BackfillDeps) {
         const row = await tx.backfill.create({ data: { shopId, state: 'pending', kinds: JSON.stringify(kinds), since, startedAt: at } });
         return { status: 'started', backfill_id: row.id };
       });
-      if (result.status === 'started') deps.wake?.();
+      if (result.status === 'running') {
+        throw new UseCaseError('backfill_running', 'An import is already running for this store; cancel it or wait for it to finish', { backfill_id: result.backfill_id });
+      }
+      deps.wake?.();
       return result;
     },
 
@@ -120,15 +125,16 @@ export function createBackfillUseCases(deps: BackfillDeps) {
     /**
      * Cancels the shop's import: a running one stops (the runner notices at its next step; its
      * writes are fenced on the state), and what it queued but did not send yet is removed. An
-     * import that finished reading but is still being sent is cancelled the same way. Null when
-     * there is nothing to cancel.
+     * import that finished reading but is still being sent is cancelled the same way. Throws
+     * UseCaseError no_backfill_running when there is nothing to cancel.
      */
-    async cancel(shopId: string): Promise<(BackfillView & { removed: number }) | null> {
+    async cancel(shopId: string): Promise<BackfillView & { removed: number }> {
+      const nothingToCancel = () => new UseCaseError('no_backfill_running', 'No import is running for this store');
       const b = await db.backfill.findFirst({ where: { shopId }, orderBy: [{ startedAt: 'desc' }, { id: 'desc' }] });
-      if (!b) return null;
+      if (!b) throw nothingToCancel();
       const cancellable = ACTIVE_STATES.includes(b.state as (typeof ACTIVE_STATES)[number])
         || (b.state === 'completed' && (await db.outboxMessage.count({ where: { backfillId: b.id, status: { in: ['queued', 'held'] } } })) > 0);
-      if (!cancellable) return null;
+      if (!cancellable) throw nothingToCancel();
       const removed = await db.$transaction(async (tx) => {
         // the state first: on PostgreSQL this waits for a batch the runner is committing
         const res = await tx.backfill.updateMany({

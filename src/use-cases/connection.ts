@@ -5,11 +5,11 @@ import type { Connection } from '@prisma/client';
 import type { SecretBox } from '../crypto/secret-box';
 import { keyHint } from '../crypto/secret-box';
 import type { Db } from '../db/client';
-import { HttpError } from '../http/errors';
 import type { Logger } from '../observability/logger';
 import type { Pacer } from '../outbox/pacer';
 import type { OutboxRepository } from '../outbox/repository';
 import type { ServiceClient, ServiceFailure, ServiceResult } from '../service/types';
+import { UseCaseError } from './errors';
 
 export interface ConnectionDeps {
   db: Db;
@@ -23,6 +23,10 @@ export interface ConnectionDeps {
   shopIdentity: (domain: string) => Promise<{ shopId: string; shopName: string } | null>;
   now?: () => Date;
   onResumed?: (shopId: string) => void;
+  /** After a key is saved (connect or reconnect): e.g. activate the storefront pixel. */
+  onConnected?: (shop: { id: string; domain: string }) => void;
+  /** After the key is forgotten: e.g. remove the storefront pixel. */
+  onDisconnected?: (shop: { id: string; domain: string }) => void;
   /** How often each shop's key is re-checked with the service. */
   keyCheckEveryMs?: number;
 }
@@ -54,7 +58,7 @@ export function viewOf(c: Connection | null): ConnectionView {
   };
 }
 
-const unavailable = (f: ServiceFailure) => new HttpError(502, 'service_unavailable', `The email service could not be reached or failed (${f.message}). Nothing was changed; please try again.`);
+const unavailable = (f: ServiceFailure) => new UseCaseError('service_unavailable', `The email service could not be reached or failed (${f.message}). Nothing was changed; please try again.`);
 
 export function createConnectionUseCases(deps: ConnectionDeps) {
   const { db, client, secrets, repo, pacer, logger } = deps;
@@ -62,8 +66,8 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
 
   async function connected(shopId: string): Promise<{ connection: Connection; apiKey: string }> {
     const connection = await db.connection.findUnique({ where: { shopId } });
-    if (!connection) throw new HttpError(409, 'not_connected', 'Connect an API key first.');
-    if (connection.status !== 'connected') throw new HttpError(409, 'invalid_key', 'The saved API key was refused by the service; enter a valid key.');
+    if (!connection) throw new UseCaseError('not_connected', 'Connect an API key first.');
+    if (connection.status !== 'connected') throw new UseCaseError('saved_key_invalid', 'The saved API key was refused by the service; enter a valid key.');
     return { connection, apiKey: secrets.decrypt(connection.apiKeyEnc, shopId) };
   }
 
@@ -75,12 +79,17 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
   /** Reads from the service with the shop's key; a 401 flips the connection to invalid_key. */
   async function read<T>(shopId: string, call: (key: string) => Promise<ServiceResult<T>>): Promise<T> {
     const { apiKey, connection } = await connected(shopId);
-    await pacer.take(connection.workspaceId);
+    const took = await pacer.take(connection.workspaceId);
+    if (took !== 'ok') {
+      throw new UseCaseError('service_unavailable', took === 'paused'
+        ? 'The email service has paused requests from this key for a while (too many bad requests); please try again in a few minutes.'
+        : 'The workspace is busy sending at its rate limit; please try again in a moment.');
+    }
     const r = await call(apiKey);
     if (r.kind === 'ok') return r.value;
     if (r.kind === 'auth') {
       await markInvalid(shopId, 'The service refused the API key.');
-      throw new HttpError(422, 'invalid_key', 'The service refused the saved API key; enter a valid key.');
+      throw new UseCaseError('invalid_key', 'The service refused the saved API key; enter a valid key.');
     }
     throw unavailable(r);
   }
@@ -94,15 +103,15 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
       const row = await db.shop.findUnique({ where: { id: shop.id } });
       let identity = row?.shopifyId && row.name ? { shopId: row.shopifyId, shopName: row.name } : null;
       identity ??= await deps.shopIdentity(shop.domain);
-      if (!identity) throw new HttpError(502, 'shopify_unavailable', 'Could not read the shop’s id and name from Shopify; please try again.');
+      if (!identity) throw new UseCaseError('shopify_unavailable', 'Could not read the shop’s id and name from Shopify; please try again.');
       const r = await client.validateKey(apiKey, identity);
       if (r.kind === 'auth' || r.kind === 'blocked' || r.kind === 'bad_request') {
         logger.info({ shop: shop.domain, outcome: r.kind }, 'API key refused by the service');
-        throw new HttpError(422, 'invalid_key', 'This key was refused by the service. Check that you copied the whole key and that it is not revoked.');
+        throw new UseCaseError('invalid_key', 'This key was refused by the service. Check that you copied the whole key and that it is not revoked.');
       }
       if (r.kind !== 'ok') throw unavailable(r);
       // the validation request counted against the workspace's limit: account for it
-      await pacer.reserve(r.value.workspaceId, 1);
+      await pacer.record(r.value.workspaceId);
       const at = now();
       const data = {
         status: 'connected',
@@ -118,15 +127,17 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
       const resumed = await repo.resumeShop(shop.id, ['invalid_key', 'disconnected'], at);
       logger.info({ shop: shop.domain, workspaceId: saved.workspaceId, resumed }, 'shop connected to its workspace');
       if (resumed) deps.onResumed?.(shop.id);
+      deps.onConnected?.(shop);
       return viewOf(saved);
     },
 
     /** Forgets the key; what was queued is held, not lost, until a key is saved again. */
-    async disconnect(shopId: string): Promise<void> {
+    async disconnect(shop: { id: string; domain: string }): Promise<void> {
       await db.$transaction(async (tx) => {
-        await tx.connection.deleteMany({ where: { shopId } });
-        await tx.outboxMessage.updateMany({ where: { shopId, status: 'queued' }, data: { status: 'held', heldReason: 'disconnected' } });
+        await tx.connection.deleteMany({ where: { shopId: shop.id } });
+        await tx.outboxMessage.updateMany({ where: { shopId: shop.id, status: 'queued' }, data: { status: 'held', heldReason: 'disconnected' } });
       });
+      deps.onDisconnected?.(shop);
     },
 
     lists: (shopId: string) => read(shopId, (k) => client.listLists(k)),
@@ -143,8 +154,11 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
         take: limit,
       });
       let invalid = 0;
+      let checked = 0;
       for (const c of due) {
-        await pacer.take(c.workspaceId);
+        // a workspace busy at its limit (or paused) is checked on a later round
+        if ((await pacer.take(c.workspaceId, 2_000)) !== 'ok') continue;
+        checked += 1;
         const r = await client.checkKey(secrets.decrypt(c.apiKeyEnc, c.shopId));
         if (r.kind === 'auth') {
           invalid += 1;
@@ -153,7 +167,7 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
         }
         if (r.kind === 'ok' || r.kind === 'auth') await db.connection.updateMany({ where: { shopId: c.shopId }, data: { lastCheckedAt: now() } });
       }
-      return { checked: due.length, invalid };
+      return { checked, invalid };
     },
   };
 }

@@ -1,22 +1,37 @@
-// The compliance and lifecycle topics: app/uninstalled, shop/redact, customers/redact and
-// customers/data_request. Each runs in one transaction with its receipt.
+// The compliance and lifecycle topics, run by stage 2 in arrival order with the shop's other
+// receipts: app/uninstalled, shop/redact, customers/redact and customers/data_request. Each runs
+// in one transaction with the marking of its receipt; a redaction then has the disk compacted
+// (db/erasure.ts), so what it erased is not left readable in the database files.
 import type { Prisma } from '@prisma/client';
-import type { Db } from '../db/client';
+import type { Db, DbProvider } from '../db/client';
+import type { Erasure } from '../db/erasure';
+import type { ReceiptOutcome, ReceiptStore } from '../intake/receipt-store';
+import { describeValue, isEmailAddress, normalizeEmail } from '../mapping/email';
+import { arr, id, obj, str } from '../mapping/read';
 import type { Logger } from '../observability/logger';
-import type { OutboxRepository } from '../outbox/repository';
-import type { IngestInput, IngestResult } from './ingest-webhook';
+import { lowerDue, type DueEntry } from '../outbox/due';
+import { erasePixelData, exportPixelData } from '../pixel/gdpr';
+import type { ParsedReceipt } from './forward-receipts';
 
 type Tx = Prisma.TransactionClient;
 
+export const GDPR_TOPICS = new Set(['customers/redact', 'customers/data_request', 'shop/redact', 'app/uninstalled']);
+
 export interface GdprDeps {
   db: Db;
+  provider: DbProvider;
   logger: Logger;
-  repo: OutboxRepository;
+  receipts: ReceiptStore;
+  erasure: Erasure;
   now?: () => Date;
-  onEnqueued?: (shopId: string) => void;
+  /** app/uninstalled: the storefront pixel stops taking the shop's events. */
+  onUninstalled?: (shopId: string) => Promise<void>;
 }
 
-const str = (v: unknown): string | null => (v === null || v === undefined || v === '' ? null : String(v));
+export interface GdprResult {
+  outcome: ReceiptOutcome;
+  due: DueEntry[];
+}
 
 interface CustomerRef {
   id: string | null;
@@ -24,11 +39,13 @@ interface CustomerRef {
   orderIds: string[];
 }
 
+/** The customer named by a compliance payload, read as tolerantly as any payload (read.ts). */
 function customerRef(payload: unknown, ordersKey: 'orders_to_redact' | 'orders_requested'): CustomerRef {
-  const p = (payload ?? {}) as Record<string, unknown>;
-  const c = (p.customer ?? {}) as Record<string, unknown>;
-  const orders = Array.isArray(p[ordersKey]) ? (p[ordersKey] as unknown[]).map((o) => String(o)) : [];
-  return { id: str(c.id), email: str(c.email)?.toLowerCase() ?? null, orderIds: orders };
+  const p = obj(payload);
+  const c = obj(p?.customer);
+  const orders = arr(p?.[ordersKey]).map(id).filter((o): o is string => o !== null);
+  const email = str(c?.email);
+  return { id: id(c?.id), email: email === null ? null : normalizeEmail(email), orderIds: orders };
 }
 
 /** Every outbox row that holds something of this customer. */
@@ -40,36 +57,49 @@ function customerMessages(shopId: string, ref: CustomerRef): Prisma.OutboxMessag
   return or.length ? { shopId, OR: or } : { id: -1 };
 }
 
+/** Stored order and fulfillment state of the customer (by id, email, or the orders named). */
+function customerState(shopId: string, ref: CustomerRef): { orders: Prisma.OrderSummaryWhereInput; fulfillments: Prisma.FulfillmentStateWhereInput } {
+  const or = <T>(parts: Array<T | false>): T[] => parts.filter((p): p is T => p !== false);
+  const orders = or<Prisma.OrderSummaryWhereInput>([ref.id !== null && { customerId: ref.id }, ref.email !== null && { email: ref.email }, ref.orderIds.length > 0 && { orderId: { in: ref.orderIds } }]);
+  const fulfillments = or<Prisma.FulfillmentStateWhereInput>([ref.email !== null && { email: ref.email }, ref.orderIds.length > 0 && { orderId: { in: ref.orderIds } }]);
+  // nothing to match on: an empty list matches no row
+  return {
+    orders: orders.length ? { shopId, OR: orders } : { shopId, orderId: { in: [] } },
+    fulfillments: fulfillments.length ? { shopId, OR: fulfillments } : { shopId, fulfillmentId: { in: [] } },
+  };
+}
+
 export type GdprUseCases = ReturnType<typeof createGdpr>;
 
 export function createGdpr(deps: GdprDeps) {
-  const { db, logger } = deps;
+  const { db, logger, receipts } = deps;
   const now = deps.now ?? (() => new Date());
-
-  const receipt = (tx: Tx, input: IngestInput, topic: string, outcome: 'accepted' | 'ignored', reason?: string) =>
-    tx.webhookReceipt.create({ data: { webhookId: input.webhookId, shopDomain: input.shopDomain, topic, outcome, reason: reason ?? null, receivedAt: now() } });
+  const accepted = (r: ParsedReceipt, customerId: string | null = null): ReceiptOutcome => ({ id: r.id, outcome: 'accepted', reason: null, messageCount: 0, customerId });
 
   /** Sessions go at once (the token is revoked); merchant data stays until shop/redact. */
-  async function uninstalled(input: IngestInput, topic: string): Promise<IngestResult> {
-    await db.$transaction(async (tx) => {
-      await receipt(tx, input, topic, 'accepted');
-      await tx.session.deleteMany({ where: { shop: input.shopDomain } });
-      const shop = await tx.shop.findUnique({ where: { domain: input.shopDomain } });
+  async function uninstalled(r: ParsedReceipt): Promise<GdprResult> {
+    const outcome = accepted(r);
+    const shopId = await db.$transaction(async (tx) => {
+      await tx.session.deleteMany({ where: { shop: r.shopDomain } });
+      const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain } });
       if (shop) {
         await tx.shop.update({ where: { id: shop.id }, data: { uninstalledAt: now(), tokenStatus: 'revoked', tokenError: null } });
         await tx.outboxMessage.updateMany({ where: { shopId: shop.id, status: 'queued' }, data: { status: 'held', heldReason: 'uninstalled' } });
       }
+      await receipts.markProcessed(tx, [outcome], now());
+      return shop?.id ?? null;
     });
-    logger.info({ shop: input.shopDomain }, 'app uninstalled: sessions deleted, deliveries held');
-    return { status: 200, outcome: 'accepted' };
+    if (shopId) await deps.onUninstalled?.(shopId);
+    logger.info({ shop: r.shopDomain }, 'app uninstalled: sessions deleted, deliveries held');
+    return { outcome, due: [] };
   }
 
-  /** Erases everything about the shop, its own receipts included: no row for it remains. */
-  async function eraseShop(domain: string): Promise<void> {
+  /** Erases everything about the shop, its receipts included (this one too): no row for it remains. */
+  async function shopRedact(r: ParsedReceipt): Promise<GdprResult> {
     await db.$transaction(async (tx) => {
-      const shop = await tx.shop.findUnique({ where: { domain }, include: { connection: true } });
-      await tx.session.deleteMany({ where: { shop: domain } });
-      await tx.webhookReceipt.deleteMany({ where: { shopDomain: domain } });
+      const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain }, include: { connection: true } });
+      await tx.session.deleteMany({ where: { shop: r.shopDomain } });
+      await tx.webhookReceipt.deleteMany({ where: { shopDomain: r.shopDomain } });
       if (!shop) return;
       await tx.shop.delete({ where: { id: shop.id } }); // cascades to every shop-owned table
       const ws = shop.connection?.workspaceId;
@@ -77,99 +107,133 @@ export function createGdpr(deps: GdprDeps) {
         await tx.workspacePacer.deleteMany({ where: { workspaceId: ws } });
       }
     });
+    await deps.erasure.afterRedaction();
+    logger.info({ shop: r.shopDomain }, 'shop/redact: every record of the shop erased');
+    return { outcome: { ...accepted(r), outcome: 'erased' }, due: [] };
   }
 
-  async function shopRedact(input: IngestInput): Promise<IngestResult> {
-    await eraseShop(input.shopDomain);
-    logger.info({ shop: input.shopDomain }, 'shop/redact: every record of the shop erased');
-    return { status: 200, outcome: 'accepted' };
-  }
-
-  async function customersRedact(input: IngestInput, topic: string, payload: unknown): Promise<IngestResult> {
-    const ref = customerRef(payload, 'orders_to_redact');
-    let queuedDelete = false;
-    let shopId: string | null = null;
-    await db.$transaction(async (tx) => {
-      await receipt(tx, input, topic, 'accepted');
-      if (ref.id) await tx.webhookReceipt.updateMany({ where: { shopDomain: input.shopDomain, customerId: ref.id }, data: { customerId: null } });
-      const shop = await tx.shop.findUnique({ where: { domain: input.shopDomain }, include: { connection: true } });
-      if (!shop) return;
-      shopId = shop.id;
-      await tx.outboxMessage.deleteMany({ where: customerMessages(shop.id, ref) }); // attempts cascade
-      if (ref.id) {
-        await tx.customerDigest.deleteMany({ where: { shopId: shop.id, customerId: ref.id } });
-        await tx.dataExport.deleteMany({ where: { shopId: shop.id, customerId: ref.id } });
-      }
-      if (ref.email) {
-        await tx.dataExport.deleteMany({ where: { shopId: shop.id, content: { contains: ref.email } } });
-        await tx.connection.updateMany({ where: { shopId: shop.id, lastError: { contains: ref.email } }, data: { lastError: null } });
-      }
-      // the contact delete at the service; it holds the address only until it is sent
-      if (ref.email && shop.connection) {
-        const deliverable = shop.connection.status === 'connected' && !shop.uninstalledAt;
-        const at = now();
-        await tx.outboxMessage.create({
-          data: {
-            shopId: shop.id, sourceId: `redact:${input.webhookId}`, kind: 'contact_delete', topic, eventName: 'contact_delete',
-            email: ref.email, customerId: null, body: '{}', status: deliverable ? 'queued' : 'held',
-            heldReason: deliverable ? null : shop.uninstalledAt ? 'uninstalled' : 'invalid_key', runAt: at, dueAt: at,
-          },
-        });
-        queuedDelete = true;
-      }
+  /** Pending receipts of the shop that mention the customer are erased unprocessed. */
+  async function erasePendingReceipts(tx: Tx, shopDomain: string, ref: CustomerRef, except: number): Promise<number> {
+    const needles = [ref.email, ref.id, ...ref.orderIds].filter((n): n is string => n !== null && n.length >= 4);
+    if (needles.length === 0) return 0;
+    const pending = await tx.webhookReceipt.findMany({ where: { shopDomain, processedAt: null, id: { not: except } }, select: { id: true, body: true } });
+    const hits = pending.filter((p) => {
+      const body = (p.body ?? '').toLowerCase();
+      return needles.some((n) => body.includes(n.toLowerCase()));
     });
-    if (queuedDelete && shopId) deps.onEnqueued?.(shopId);
-    logger.info({ shop: input.shopDomain, contactDelete: queuedDelete }, 'customers/redact: local records erased');
-    return { status: 200, outcome: 'accepted' };
+    const erased: ReceiptOutcome[] = hits.map((h) => ({ id: h.id, outcome: 'erased', reason: 'erased by customers/redact before it was processed', messageCount: 0, customerId: null }));
+    return receipts.markProcessed(tx, erased, now());
   }
 
-  async function dataRequest(input: IngestInput, topic: string, payload: unknown): Promise<IngestResult> {
-    const ref = customerRef(payload, 'orders_requested');
-    const requestId = str(((payload ?? {}) as { data_request?: { id?: unknown } }).data_request?.id) ?? input.webhookId;
-    const shop = await db.shop.findUnique({ where: { domain: input.shopDomain } });
-    if (!shop) {
-      await db.$transaction((tx) => receipt(tx, input, topic, 'ignored', 'unknown shop'));
-      return { status: 200, outcome: 'ignored', reason: 'unknown shop' };
-    }
+  async function customersRedact(r: ParsedReceipt): Promise<GdprResult> {
+    const ref = customerRef(r.payload, 'orders_to_redact');
+    const outcome = accepted(r);
+    const due: DueEntry[] = [];
+    let contactDelete: 'queued' | 'held' | 'invalid_email' | 'none' = 'none';
+    await db.$transaction(async (tx) => {
+      if (ref.id) await tx.webhookReceipt.updateMany({ where: { shopDomain: r.shopDomain, customerId: ref.id }, data: { customerId: null } });
+      await erasePendingReceipts(tx, r.shopDomain, ref, r.id);
+      const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain }, include: { connection: true } });
+      if (shop) {
+        await tx.outboxMessage.deleteMany({ where: customerMessages(shop.id, ref) }); // attempts cascade
+        const state = customerState(shop.id, ref);
+        await tx.orderSummary.deleteMany({ where: state.orders });
+        await tx.fulfillmentState.deleteMany({ where: state.fulfillments });
+        if (ref.id) {
+          await tx.customerDigest.deleteMany({ where: { shopId: shop.id, customerId: ref.id } });
+          await tx.dataExport.deleteMany({ where: { shopId: shop.id, customerId: ref.id } });
+        }
+        if (ref.email) {
+          await erasePixelData(tx, shop.id, ref.email); // storefront visitors tied to the email, and their waiting events
+          await tx.dataExport.deleteMany({ where: { shopId: shop.id, content: { contains: ref.email } } });
+          await tx.connection.updateMany({ where: { shopId: shop.id, lastError: { contains: ref.email } }, data: { lastError: null } });
+        }
+        // the contact delete at the service; it holds the address only until it is sent
+        if (ref.email && shop.connection) {
+          if (!isEmailAddress(ref.email)) {
+            contactDelete = 'invalid_email';
+          } else {
+            const deliverable = shop.connection.status === 'connected' && !shop.uninstalledAt;
+            const at = now();
+            await tx.outboxMessage.create({
+              data: {
+                shopId: shop.id, sourceId: `redact:${r.webhookId}`, kind: 'contact_delete', topic: r.topic, eventName: 'contact_delete',
+                email: ref.email, customerId: null, body: '{}', status: deliverable ? 'queued' : 'held',
+                heldReason: deliverable ? null : shop.uninstalledAt ? 'uninstalled' : 'invalid_key', runAt: at, dueAt: at,
+              },
+            });
+            contactDelete = deliverable ? 'queued' : 'held';
+            if (deliverable) due.push({ shopId: shop.id, runAt: at });
+          }
+        }
+        await lowerDue(tx, deps.provider, due);
+      }
+      if (contactDelete === 'invalid_email') {
+        outcome.reason = `the customer's email ${describeValue(ref.email!)} is not a valid address: no contact delete was sent (the service would refuse it); our copies were erased`;
+      }
+      await receipts.markProcessed(tx, [outcome], now());
+    });
+    await deps.erasure.afterRedaction();
+    logger.info({ shop: r.shopDomain, contactDelete }, 'customers/redact: local records erased');
+    return { outcome, due };
+  }
+
+  async function dataRequest(r: ParsedReceipt): Promise<GdprResult> {
+    const ref = customerRef(r.payload, 'orders_requested');
+    const requestId = id(obj(obj(r.payload)?.data_request)?.id) ?? r.webhookId;
+    const outcome = accepted(r);
     const exportId = await db.$transaction(async (tx) => {
-      await receipt(tx, input, topic, 'accepted');
+      const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain } });
+      if (!shop) {
+        Object.assign(outcome, { outcome: 'ignored', reason: 'unknown shop' });
+        await receipts.markProcessed(tx, [outcome], now());
+        return null;
+      }
       const messages = await tx.outboxMessage.findMany({ where: customerMessages(shop.id, ref), orderBy: { id: 'asc' }, take: 10_000 });
       const digest = ref.id ? await tx.customerDigest.findUnique({ where: { shopId_customerId: { shopId: shop.id, customerId: ref.id } } }) : null;
+      const state = customerState(shop.id, ref);
+      const [orders, fulfillments] = await Promise.all([
+        tx.orderSummary.findMany({ where: state.orders, take: 10_000 }),
+        tx.fulfillmentState.findMany({ where: state.fulfillments, take: 10_000 }),
+      ]);
       const content = {
         request_id: requestId,
         shop_domain: shop.domain,
         customer: { id: ref.id, email: ref.email },
         generated_at: now().toISOString(),
-        summary: 'Events this app forwarded (or will forward) to the email service about this customer. The app keeps no other copy of customer data; the email service holds the contact itself.',
+        summary: 'Events this app forwarded (or will forward) to the email service about this customer, and the order and shipping details it keeps to build them. The email service holds the contact itself.',
         events: messages.map((m) => ({
           event_name: m.eventName, topic: m.topic, status: m.status, created_at: m.createdAt.toISOString(),
           delivered_at: m.deliveredAt?.toISOString() ?? null, sent: JSON.parse(m.body) as unknown,
         })),
+        orders: orders.map((o) => JSON.parse(o.summary) as unknown),
+        shipments: fulfillments.map((f) => JSON.parse(f.state) as unknown),
         customer_digest_kept: Boolean(digest),
+        storefront: await exportPixelData(tx, shop.id, ref.email),
       };
       const row = await tx.dataExport.upsert({
         where: { shopId_requestId: { shopId: shop.id, requestId } },
         create: { shopId: shop.id, requestId, customerId: ref.id, content: JSON.stringify(content) },
         update: { content: JSON.stringify(content) },
       });
+      await receipts.markProcessed(tx, [outcome], now());
       return row.id;
     });
-    logger.info({ shop: shop.domain, requestId, exportId, location: `/api/data-requests/${exportId}` }, 'customers/data_request answered: export ready');
-    return { status: 200, outcome: 'accepted' };
+    if (exportId !== null) logger.info({ shop: r.shopDomain, requestId, exportId, location: `/api/data-requests/${exportId}` }, 'customers/data_request answered: export ready');
+    return { outcome, due: [] };
   }
 
   return {
-    eraseShop,
-    async handle(topic: string, input: IngestInput, payload: unknown): Promise<IngestResult> {
-      switch (topic) {
+    handle(r: ParsedReceipt): Promise<GdprResult> {
+      switch (r.topic) {
         case 'app/uninstalled':
-          return uninstalled(input, topic);
+          return uninstalled(r);
         case 'shop/redact':
-          return shopRedact(input);
+          return shopRedact(r);
         case 'customers/redact':
-          return customersRedact(input, topic, payload);
+          return customersRedact(r);
         default:
-          return dataRequest(input, topic, payload);
+          return dataRequest(r);
       }
     },
   };

@@ -26,8 +26,10 @@ export function toRow(m: NewMessage, o: StoreOptions): Prisma.OutboxMessageCreat
     checkoutToken: m.checkoutToken,
     orderId: m.orderId ?? null,
     body: JSON.stringify(m.body),
-    status: o.status,
-    heldReason: o.status === 'held' ? o.heldReason : null,
+    // an event without a usable address is recorded, with why, and never sent
+    status: m.skip ? 'skipped' : o.status,
+    heldReason: !m.skip && o.status === 'held' ? o.heldReason : null,
+    lastError: m.skip?.reason ?? null,
     runAt: m.runAt,
     dueAt: m.runAt,
     backfillId: o.backfillId ?? null,

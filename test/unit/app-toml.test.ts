@@ -12,6 +12,10 @@ describe('shopify.app.toml', () => {
     expect(toml.match(/uri = "\/webhooks"/g)).toHaveLength(2);
   });
 
+  it('subscribes the shipping topics', () => {
+    for (const topic of ['fulfillments/create', 'fulfillments/update', 'fulfillment_events/create']) expect(toml).toContain(`"${topic}"`);
+  });
+
   it('is embedded, on API version 2026-10, with the scopes the app defaults to', () => {
     expect(toml).toMatch(/^embedded = true$/m);
     expect(toml).toMatch(/^api_version = "2026-10"$/m);

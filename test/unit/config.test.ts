@@ -19,7 +19,7 @@ describe('loadConfig', () => {
     expect(c.shopify.appUrl).toBe('http://localhost:3000');
     expect(c.service.webhookUrl).toBe(c.service.baseUrl);
     expect(c.encryption.key).toHaveLength(32);
-    expect(c.shopify.scopes).toEqual(['read_orders', 'read_customers', 'read_checkouts']);
+    expect(c.shopify.scopes).toEqual(['read_orders', 'read_customers', 'read_checkouts', 'read_fulfillments']);
   });
 
   it('reads a complete production environment', () => {
@@ -61,5 +61,21 @@ describe('loadConfig', () => {
 
   it('requires an https app URL in production', () => {
     expect(() => loadConfig({ ...prodEnv, SHOPIFY_APP_URL: 'http://plain.example.com' })).toThrow(/SHOPIFY_APP_URL is invalid/);
+  });
+
+  it('runs everything in one process by default, or the role ROLE names (WORKER_ENABLED=false is the old spelling of web)', () => {
+    expect(loadConfig({})).toMatchObject({ role: 'all', webEnabled: true, workerEnabled: true });
+    expect(loadConfig({ ROLE: 'web' })).toMatchObject({ role: 'web', webEnabled: true, workerEnabled: false });
+    expect(loadConfig({ ROLE: 'worker' })).toMatchObject({ role: 'worker', webEnabled: false, workerEnabled: true });
+    expect(loadConfig({ WORKER_ENABLED: 'false' })).toMatchObject({ role: 'web', workerEnabled: false });
+    expect(() => loadConfig({ ROLE: 'both' })).toThrow(/^ROLE is invalid/);
+    expect(() => loadConfig({ ROLE: 'web', WORKER_ENABLED: 'true' })).toThrow(/WORKER_ENABLED is a deprecated alias of ROLE/);
+  });
+
+  it('reads the delivery, checkout and retention settings, with their defaults', () => {
+    expect(loadConfig({})).toMatchObject({ worker: { lanes: 32, maxSendsPerMessage: 8 }, checkouts: { graceMinutes: 10, maxAgeDays: 7 }, receiptRetentionDays: 7 });
+    const c = loadConfig({ WORKER_LANES: '200', MAX_SENDS_PER_MESSAGE: '3', CHECKOUT_GRACE_MINUTES: '0', CHECKOUT_MAX_AGE_DAYS: '30', RECEIPT_RETENTION_DAYS: '14' });
+    expect(c).toMatchObject({ worker: { lanes: 200, maxSendsPerMessage: 3 }, checkouts: { graceMinutes: 0, maxAgeDays: 30 }, receiptRetentionDays: 14 });
+    expect(() => loadConfig({ WORKER_LANES: '0' })).toThrow(/^WORKER_LANES is invalid/);
   });
 });

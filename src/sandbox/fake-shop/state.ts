@@ -7,12 +7,25 @@ export interface FakeShopInit {
   /** Numeric id; the gid is gid://shopify/Shop/{id}. */
   id?: string;
   name?: string;
+  /** Scopes the shop has granted the app (comma-separated); defaults to FakeShopOptions.scopes. */
+  scopes?: string;
+  /** `shop.primaryDomain.url`; defaults to https://{domain}. */
+  primaryDomain?: string;
 }
 
 export interface FakeShopRecord {
   domain: string;
   id: string;
   name: string;
+}
+
+/** The app/scopes_update webhook payload Shopify sends when the granted scopes change. */
+export interface ScopesUpdatePayload {
+  id: number;
+  shop_id: number;
+  previous: string[];
+  current: string[];
+  updated_at: string;
 }
 
 export interface TokenStats {
@@ -54,6 +67,7 @@ export interface TokenResponse {
 }
 
 let nextShopId = 1000;
+const splitScopes = (scopes: string) => scopes.split(',').map((s) => s.trim()).filter(Boolean);
 const token = (prefix: string) => `${prefix}_${randomBytes(16).toString('hex')}`;
 
 export class FakeShopState {
@@ -63,6 +77,8 @@ export class FakeShopState {
   private readonly refresh = new Map<string, RefreshToken>();
   private readonly codes = new Map<string, { shop: string; expiresAt: number; used: boolean }>();
   private readonly failures = new Map<FailEndpoint, Array<{ status: number }>>();
+  private readonly grants = new Map<string, string[]>();
+  private readonly primaryDomains = new Map<string, string>();
 
   constructor(
     readonly opts: { apiKey: string; apiSecret: string; scopes: string; accessTokenTtlSec: number; refreshTokenTtlSec: number },
@@ -76,8 +92,35 @@ export class FakeShopState {
       id: init.id ?? existing?.id ?? String(nextShopId++),
       name: init.name ?? existing?.name ?? domain.replace(/\..*$/, '').replace(/[-_]+/g, ' '),
     };
+    if (init.scopes !== undefined || !this.grants.has(domain)) this.grants.set(domain, splitScopes(init.scopes ?? this.opts.scopes));
+    if (init.primaryDomain !== undefined) this.primaryDomains.set(domain, init.primaryDomain.replace(/\/+$/, ''));
     this.shops.set(domain, record);
     return record;
+  }
+
+  /**
+   * The merchant grants (or revokes) scopes, as Shopify's grant modal or the admin would do. Like
+   * Shopify, the shop's existing tokens carry the new grant at once. Returns the payload of the
+   * app/scopes_update webhook Shopify then sends.
+   */
+  changeScopes(shop: string, grant: readonly string[], revoke: readonly string[] = []): ScopesUpdatePayload {
+    const record = this.shops.get(shop);
+    if (!record) throw new Error(`unknown shop ${shop}`);
+    const previous = this.scopesOf(shop);
+    const current = previous.filter((s) => !revoke.includes(s));
+    for (const s of grant) if (!current.includes(s)) current.push(s);
+    this.grants.set(shop, current);
+    return { id: Number(record.id) || 0, shop_id: Number(record.id) || 0, previous, current: [...current], updated_at: new Date().toISOString() };
+  }
+
+  /** The scopes the shop has granted (tokens report them, Admin GraphQL checks them). */
+  scopesOf(shop: string): string[] {
+    return [...(this.grants.get(shop) ?? splitScopes(this.opts.scopes))];
+  }
+
+  /** `shop.primaryDomain.url`: https://{domain} unless the shop was given another. */
+  primaryDomainOf(shop: string): string {
+    return this.primaryDomains.get(shop) ?? `https://${shop}`;
   }
 
   statsFor(shop: string): TokenStats {
@@ -98,12 +141,13 @@ export class FakeShopState {
     const stats = this.statsFor(shop);
     stats.accessTokensIssued++;
     stats.lastAccessToken = accessToken;
-    if (!expiring) return { access_token: accessToken, scope: this.opts.scopes };
+    const scope = this.scopesOf(shop).join(',');
+    if (!expiring) return { access_token: accessToken, scope };
     const refreshToken = token('shprt');
     const rttl = this.opts.refreshTokenTtlSec;
     this.refresh.set(refreshToken, { shop, expiresAt: now + rttl * 1000, used: false, revoked: false });
     stats.lastRefreshToken = refreshToken;
-    return { access_token: accessToken, scope: this.opts.scopes, expires_in: ttl, refresh_token: refreshToken, refresh_token_expires_in: rttl };
+    return { access_token: accessToken, scope, expires_in: ttl, refresh_token: refreshToken, refresh_token_expires_in: rttl };
   }
 
   /** The shop an access token was issued for, and whether it still works (not revoked or expired). */

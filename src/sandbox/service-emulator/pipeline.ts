@@ -68,6 +68,8 @@ export async function handleServiceRequest(core: Core, req: IncomingMessage, res
   } else if (fault) {
     const r = FAULT_REPLIES[fault.mode] as ApiReply;
     if (r.status === 429) remaining = 0;
+    // an injected 400 is a bad request like any other: it counts towards the team's block
+    if (r.status === 400) d?.guard.recordBadRequest(Date.now());
     reply(r, r.status === 429 ? { 'retry-after': '1' } : {}, fault.mode);
     return;
   }

@@ -1,4 +1,5 @@
 // The client against tiny ad-hoc servers giving the odd shapes the spec allows.
+import * as errorsModule from '../../../src/service/errors';
 import { createServiceClient } from '../../../src/service/client';
 import type { ServiceClient } from '../../../src/service/types';
 import { adhocServer, captureLogs, json, type AdhocHandler, type AdhocServer } from './support';
@@ -159,7 +160,7 @@ describe('classification of odd answers', () => {
   it('429 without any headers: rate_limited, no retryAfterMs, empty rate', async () => {
     handler = (_req, res) => res.writeHead(429).end();
     const r = await client.sendEvent(KEY, { event_name: 'e', email: 'a@example.com' });
-    expect(r).toEqual({ kind: 'rate_limited', status: 429, message: expect.any(String), rate: {}, durationMs: expect.any(Number) });
+    expect(r).toEqual({ kind: 'rate_limited', status: 429, message: expect.any(String), rate: {}, durationMs: expect.any(Number), mayHaveArrived: false });
   });
 
   it.each([
@@ -228,5 +229,18 @@ describe('error bodies that carry both message and detail', () => {
     handler = (req, res) => json(res, req.path.includes('send') ? 400 : 403, { message: 'the message', detail: 'the detail' });
     expect(await client.checkKey(KEY)).toMatchObject({ kind: 'blocked', message: 'the detail' });
     expect(await client.sendEvent(KEY, { event_name: 'e', email: 'a@example.com' })).toMatchObject({ kind: 'bad_request', message: 'the message' });
+  });
+});
+
+describe('whether a failed request may have reached the service', () => {
+  it('is false for an answer (the service refused) and true for a timeout (it may be processing it)', async () => {
+    const answered = await errorsModule.failureFromResponse({ status: 500, headers: {}, body: undefined, text: '', rate: {}, durationMs: 1 });
+    expect(answered.mayHaveArrived).toBe(false);
+    const timedOut = errorsModule.failureFromError(Object.assign(new Error('t'), { name: 'TimeoutError' }), { timeoutMs: 1000, durationMs: 1000 });
+    expect(timedOut.mayHaveArrived).toBe(true);
+    const reset = errorsModule.failureFromError(Object.assign(new Error('r'), { code: 'ECONNRESET' }), { timeoutMs: 1000, durationMs: 5 });
+    expect(reset.mayHaveArrived).toBe(true);
+    const refused = errorsModule.failureFromError(Object.assign(new Error('c'), { code: 'ECONNREFUSED' }), { timeoutMs: 1000, durationMs: 5 });
+    expect(refused.mayHaveArrived).toBe(false);
   });
 });

@@ -69,6 +69,9 @@ export function createApi(getToken) {
     backfill: () => request('GET', '/api/backfill'),
     startBackfill: (body) => request('POST', '/api/backfill', body),
     cancelBackfill: () => request('DELETE', '/api/backfill'),
+    permissions: ({ refresh = false } = {}) => request('GET', `/api/permissions${refresh ? '?refresh=1' : ''}`),
+    pixel: () => request('GET', '/api/pixel'),
+    activatePixel: () => request('POST', '/api/pixel/activate'),
   };
 }
 

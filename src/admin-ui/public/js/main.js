@@ -8,6 +8,7 @@ import { mountConnection } from './views/connection.js';
 import { mountEvents } from './views/events.js';
 import { mountImport } from './views/import.js';
 import { mountLists } from './views/lists.js';
+import { mountPermissions } from './views/permissions.js';
 import { mountProperties } from './views/properties.js';
 import { mountSimulate } from './views/simulate.js';
 
@@ -55,11 +56,12 @@ async function boot() {
   mountEvents(document.getElementById('events-card'), ctx);
   const properties = mountProperties(document.getElementById('properties-card'), ctx);
   const lists = mountLists(document.getElementById('lists-card'), ctx);
+  const permissions = mountPermissions(document.getElementById('permissions-card'), ctx);
   if (catalog.sandbox && meta('app-simulate') === 'on' && catalog.sandbox.simulate_topics.length) {
     mountSimulate(document.getElementById('simulate-card'), ctx);
   }
 
-  await Promise.all([connection.refresh(), activity.refresh(), history.refresh(), properties.refresh(), lists.refresh()]);
+  await Promise.all([connection.refresh(), activity.refresh(), history.refresh(), properties.refresh(), lists.refresh(), permissions.refresh()]);
   document.body.dataset.ready = 'true';
 
   let n = 0;

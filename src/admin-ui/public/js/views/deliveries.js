@@ -1,10 +1,10 @@
 // The delivery log: newest first, a status filter, cursor paging (Newer / Older), and Retry for
-// dead or held deliveries. Re-renders keep keyboard focus on the same control when it survives.
+// dead, held or unconfirmed deliveries. Re-renders keep keyboard focus on the same control when it survives.
 import { watchDelivery } from '../api.js';
 import { announce, badge, busy, h, humanize, render, timeAgo } from '../dom.js';
 
 const PAGE_SIZE = 10;
-const RETRYABLE = new Set(['dead', 'held']);
+const RETRYABLE = new Set(['dead', 'held', 'delivered_unconfirmed']);
 const HELD_REASONS = { invalid_key: 'the API key is invalid', disconnected: 'the account is disconnected' };
 
 export function mountDeliveries(container, ctx) {
@@ -29,7 +29,7 @@ export function mountDeliveries(container, ctx) {
   function resultCell(d) {
     if (d.status === 'delivered') return ['Delivered ', timeAgo(d.delivered_at)];
     if (d.status === 'held') return h('span', { class: 'text-warning' }, `Held: ${HELD_REASONS[d.held_reason] ?? d.held_reason ?? 'waiting on you'}`);
-    if (d.last_error) return h('span', { class: d.status === 'dead' ? 'text-critical' : 'subdued' }, d.last_error);
+    if (d.last_error) return h('span', { class: d.status === 'dead' ? 'text-critical' : d.status === 'delivered_unconfirmed' ? 'text-warning' : 'subdued' }, d.last_error);
     if (d.status === 'queued' && new Date(d.run_at) > new Date()) return ['Scheduled ', timeAgo(d.run_at)];
     return h('span', { class: 'subdued' }, '—');
   }

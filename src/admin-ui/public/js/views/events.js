@@ -16,6 +16,14 @@ const DESCRIPTIONS = {
   email_subscribed: 'A customer subscribes to email marketing.',
   email_unsubscribed: 'A customer unsubscribes from email marketing.',
   product_ordered: 'One event per product in an order (for product-based flows).',
+  order_shipped: 'An order ships with a tracking number (the event carries the tracking links).',
+  shipment_out_for_delivery: 'The carrier has a shipment out for delivery.',
+  shipment_delivered: 'The carrier delivers a shipment.',
+  shipment_delivery_failed: 'The carrier could not deliver a shipment (a failed attempt or a failure).',
+  viewed_product: 'A shopper views a product in your store (at most once per product and hour).',
+  added_to_cart: 'A shopper adds a product to the cart.',
+  browse_abandoned: 'A shopper viewed products, then added nothing to the cart and started no checkout within the delay (60 minutes by default).',
+  cart_abandoned: 'A shopper added to the cart, then started no checkout within the delay (60 minutes by default).',
 };
 
 export function mountEvents(card, ctx) {

@@ -47,14 +47,25 @@ function tile(id, label, value, { tone, note } = {}) {
     note ? h('dd', { class: 'stat__note' }, note) : null);
 }
 
+/** Webhooks stored but not processed yet: worth a word only once they have waited a while. */
+export const LAG_NOTICE_AFTER_S = 5;
+
+const ago = (s) => (s < 120 ? `${s} s` : `${Math.round(s / 60)} min`);
+
 export function renderStats(container, st) {
-  const oldest = st.oldest_queued_age_s > 0 ? `oldest waiting ${st.oldest_queued_age_s < 120 ? `${st.oldest_queued_age_s} s` : `${Math.round(st.oldest_queued_age_s / 60)} min`}` : null;
+  const oldest = st.oldest_queued_age_s > 0 ? `oldest waiting ${ago(st.oldest_queued_age_s)}` : null;
+  const lagging = st.received_unprocessed > 0 && st.received_unprocessed_oldest_age_s > LAG_NOTICE_AFTER_S;
   render(container,
+    lagging
+      ? h('p', { class: 'banner banner--warning', id: 'intake-lag', role: 'status' },
+        `Received, not yet processed: ${st.received_unprocessed} (the oldest ${ago(st.received_unprocessed_oldest_age_s)} ago). Nothing is lost; they are processed in order as soon as the worker catches up.`)
+      : null,
     h('dl', { class: 'stats' },
       tile('stat-queued', 'Queued', st.queued + (st.delivering ?? 0), { note: oldest }),
       tile('stat-delivered', 'Delivered (24 h)', st.delivered_24h, { tone: 'success' }),
       tile('stat-dead', 'Dead', st.dead, { tone: st.dead > 0 ? 'critical' : undefined }),
       tile('stat-held', 'Held', st.held, { tone: st.held > 0 ? 'warning' : undefined }),
+      tile('stat-skipped', 'Skipped', st.skipped ?? 0, { note: 'never sent: see the log for why' }),
       tile('stat-p50', 'Latency p50', formatMs(st.p50_latency_ms)),
       tile('stat-p95', 'Latency p95', formatMs(st.p95_latency_ms))),
     Array.isArray(st.hourly) ? hourlyChart(st.hourly) : null);
