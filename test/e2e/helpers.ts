@@ -8,8 +8,10 @@ import type { UiRoutesDeps } from '../../src/http/ui.routes';
 import { sampleCheckout, sampleCustomer, sampleOrder } from '../../src/sandbox/samples';
 import { testConfig } from '../helpers/config';
 import { API_KEY, API_SECRET, DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';
+import { browserSkipReason, chromiumPath } from '../setup/chromium';
 
-export const CHROMIUM_PATH = '/usr/bin/chromium';
+/** Debian's chromium, or CHROMIUM_PATH. The e2e project's globalSetup has made sure it is there. */
+export const CHROMIUM_PATH = chromiumPath();
 export const SCREENSHOT_DIR = path.join(__dirname, 'screenshots');
 export const DOCS_SCREENSHOT = path.resolve(__dirname, '..', '..', 'docs', 'screenshot.png');
 
@@ -21,23 +23,38 @@ const CHROMIUM_ARGS = [
 ];
 
 /**
- * describe() when Chromium is there. Without it: skipped with a message on a workstation, but
- * run (and failing with instructions) in CI, where a missing browser must not pass silently.
+ * describe() for tests that drive the browser. They always run: the e2e globalSetup
+ * (test/setup/global-setup.ts) installs Chromium or stops the run. Only SKIP_BROWSER_TESTS=1
+ * skips them, and then every test shows as skipped in Jest's summary, with the reason.
  */
 export function describeWithChromium(name: string, fn: () => void): void {
-  if (fs.existsSync(CHROMIUM_PATH) || process.env.CI) {
+  const skip = browserSkipReason();
+  if (!skip) {
     describe(name, fn);
     return;
   }
-  process.stderr.write(`e2e: skipping "${name}": ${CHROMIUM_PATH} is missing (bash scripts/ensure-chromium.sh installs it)\n`);
-  describe(name, () => {
-    it.skip(`skipped: ${CHROMIUM_PATH} is missing (install it with: bash scripts/ensure-chromium.sh)`, () => undefined);
-  });
+  process.stderr.write(`e2e: skipping "${name}": ${skip}\n`);
+  describe.skip(`${name} (skipped: ${skip})`, fn);
 }
 
 export async function launchChromium(): Promise<Browser> {
-  if (!fs.existsSync(CHROMIUM_PATH)) throw new Error(`${CHROMIUM_PATH} is missing: run bash scripts/ensure-chromium.sh (apt-get install chromium)`);
+  if (!fs.existsSync(CHROMIUM_PATH)) throw new Error(`${CHROMIUM_PATH} is missing: run "sudo apt-get install -y chromium" (or bash scripts/ensure-chromium.sh)`);
   return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
+}
+
+/** A fresh browser context and page for a storefront visit; errors collects page errors (and console errors when asked). */
+export async function openStorefrontPage(browser: Browser, opts: { consoleErrors?: boolean } = {}): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, locale: 'en-US', timezoneId: 'UTC' });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  const errors: string[] = [];
+  page.on('pageerror', (err) => errors.push(err.message));
+  if (opts.consoleErrors) {
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') errors.push(msg.text());
+    });
+  }
+  return { context, page, errors };
 }
 
 export const SIMULATE_TOPICS = ['orders/create', 'orders/paid', 'customers/create', 'checkouts/create'];

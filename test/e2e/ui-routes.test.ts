@@ -5,7 +5,7 @@ import request from 'supertest';
 import { loadConfig, SANDBOX_DEFAULTS, type Config } from '../../src/config';
 import { createDevSessionMinter } from '../../src/http/dev-session';
 import { APP_BRIDGE_SRC, uiRoutes, type UiRoutesDeps } from '../../src/http/ui.routes';
-import { EVENT_TABLE } from '../../src/mapping';
+import { EVENT_TABLE, STOREFRONT_EVENT_TABLE } from '../../src/mapping';
 import { createLogger } from '../../src/observability/logger';
 import { EVENT_NAMES } from '../../src/settings/settings';
 import { createShopify } from '../../src/shopify/api';
@@ -73,7 +73,7 @@ describe('the admin page routes in production', () => {
     const placed = res.body.events.find((e: { name: string }) => e.name === 'order_placed');
     expect(placed).toEqual({ name: 'order_placed', topics: ['orders/create'], default_on: true });
     for (const e of res.body.events) {
-      for (const topic of e.topics) expect(EVENT_TABLE[topic as keyof typeof EVENT_TABLE]).toContain(e.name);
+      for (const topic of e.topics) expect({ ...EVENT_TABLE, ...STOREFRONT_EVENT_TABLE }[topic as keyof typeof EVENT_TABLE]).toContain(e.name);
     }
   });
 

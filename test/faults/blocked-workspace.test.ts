@@ -22,8 +22,11 @@ describe(`403 blocks (${testProvider})`, () => {
       send: () => s.webhook('orders/create', { ...sampleOrder(n), ...(email ? { email, contact_email: email, customer: null } : {}) }, { webhookId: id, domain }),
     });
 
-    // ten orders whose email the service refuses (400, permanent) get shop A's workspace blocked
-    const bad = Array.from({ length: 10 }, (_, n) => order('blocked-store.myshopify.com', `wh-403-bad-${n}`, n, `not-an-email-${n}`));
+    // ten orders the service refuses (400, permanent) get shop A's workspace blocked. The app never
+    // sends what it knows the service would refuse (an invalid email is skipped), so the refusals
+    // are injected: the emulator counts them like any bad request.
+    s.emulator.injectFault({ mode: 'status400', count: 10, path: '/webhook/send' });
+    const bad = Array.from({ length: 10 }, (_, n) => order('blocked-store.myshopify.com', `wh-403-bad-${n}`, n));
     await sendAll(bad, { concurrency: 1 });
     await s.until(() => s.emulator.blockedUntil(a.workspaceId), 10_000, 'the emulator to block workspace A');
     const blockedAt = Date.now();

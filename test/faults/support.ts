@@ -1,6 +1,7 @@
 // Shared pieces of the fault suite: a clock tests can move forward, a Shopify-like sender that
 // retries every non-200 (as Shopify does), and the loss / duplicate accounting every test prints.
-import type { Db } from '../../src/db/client';
+import { rawOf, type Db } from '../../src/db/client';
+import { lowerDue } from '../../src/outbox/due';
 import { mapWebhook } from '../../src/mapping';
 import { sampleOrder } from '../../src/sandbox/samples';
 import { DEFAULT_SETTINGS } from '../../src/settings/settings';
@@ -213,4 +214,6 @@ export async function queueOrders(db: Db, shop: { id: string; domain: string }, 
     );
     await db.outboxMessage.createMany({ data: rows });
   }
+  // as stage 2 does: the shop's queued work is indexed as due, so a worker finds it
+  await lowerDue(db, rawOf(db).provider, [{ shopId: shop.id, runAt: now }]);
 }

@@ -14,6 +14,14 @@ export async function dumpAllTables(db: Db): Promise<Record<string, string>> {
     WorkspacePacer: await db.workspacePacer.findMany(),
     DataExport: await db.dataExport.findMany(),
     Backfill: await db.backfill.findMany(),
+    ShopDue: await db.shopDue.findMany(),
+    OrderSummary: await db.orderSummary.findMany(),
+    FulfillmentState: await db.fulfillmentState.findMany(),
+    ProductInfo: await db.productInfo.findMany(),
+    WebPixel: await db.webPixel.findMany(),
+    PixelVisitor: await db.pixelVisitor.findMany(),
+    PixelEvent: await db.pixelEvent.findMany(),
+    ReceiptLease: await db.receiptLease.findMany(),
   };
   return Object.fromEntries(Object.entries(tables).map(([k, v]) => [k, JSON.stringify(v, (_key, val) => (typeof val === 'bigint' ? val.toString() : val))]));
 }

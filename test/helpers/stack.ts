@@ -21,7 +21,10 @@ export interface Stack {
   api(method: string, route: string, body?: unknown, domain?: string): Promise<{ status: number; body: any; headers: Headers }>;
   /** Installs (token exchange) and connects `domain` to a new emulator workspace; returns its key. */
   connectShop(domain?: string, opts?: { rateLimit?: number; name?: string }): Promise<{ apiKey: string; workspaceId: string; shopId: string }>;
+  /** Sends a signed webhook and, when it was stored, waits until stage 2 has processed it. */
   webhook(topic: string, payload: unknown, opts?: { webhookId?: string; domain?: string }): Promise<{ status: number; body: unknown }>;
+  /** Waits until every stored receipt has been processed by stage 2. */
+  settle(timeoutMs?: number): Promise<void>;
   /** A fixture parsed (ids beyond 2^53 lose precision here: send raw() when they matter). */
   fixture(name: string): any;
   /** A fixture's exact bytes, as Shopify would send them. */
@@ -46,7 +49,7 @@ export async function startStack(opts: { emulator?: ServiceEmulatorOptions; serv
     SERVICE_TIMEOUT_MS: '2000',
     ...opts.env,
   });
-  const app = await startServer(config, { logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), host: '127.0.0.1', workerPollMs: 50, ...opts.server });
+  const app = await startServer(config, { logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), host: '127.0.0.1', worker: { safetyPollMs: 250 }, ...opts.server });
 
   const stack: Stack = {
     app, emulator, shop, database,
@@ -73,8 +76,14 @@ export async function startStack(opts: { emulator?: ServiceEmulatorOptions; serv
       const row = await app.db.shop.findUniqueOrThrow({ where: { domain } });
       return { apiKey: ws.apiKey, workspaceId: ws.id, shopId: row.id };
     },
-    webhook(topic, payload, o = {}) {
-      return shop.sendWebhook(app.url, { topic, shopDomain: o.domain ?? DEFAULT_SHOP, payload, webhookId: o.webhookId });
+    async webhook(topic, payload, o = {}) {
+      const res = await shop.sendWebhook(app.url, { topic, shopDomain: o.domain ?? DEFAULT_SHOP, payload, webhookId: o.webhookId });
+      // a web-only app stores receipts for worker processes: nothing to wait for here
+      if (res.status === 200 && app.role !== 'web') await stack.settle();
+      return res;
+    },
+    async settle(timeoutMs = 10_000) {
+      await stack.until(async () => (await app.receipts.lag(new Date())).pending === 0, timeoutMs, 'stored receipts to be processed');
     },
     fixture(name) {
       return JSON.parse(stack.raw(name));

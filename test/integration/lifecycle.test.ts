@@ -13,11 +13,11 @@ describe(`shop lifecycle and data requests (${testProvider})`, () => {
   it('deliveries held by an uninstall go out again when the shop reinstalls', async () => {
     const ws = await s.connectShop('reinstall.myshopify.com');
     await s.app.worker.stop();
-    await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'reinstall.myshopify.com', payload: sampleOrder(1), webhookId: 'ri-1' });
-    await s.shop.sendWebhook(s.app.url, { topic: 'app/uninstalled', shopDomain: 'reinstall.myshopify.com', payload: { id: 1, domain: 'reinstall.myshopify.com' }, webhookId: 'ri-un' });
+    await s.webhook('orders/create', sampleOrder(1), { domain: 'reinstall.myshopify.com', webhookId: 'ri-1' });
+    await s.webhook('app/uninstalled', { id: 1, domain: 'reinstall.myshopify.com' }, { domain: 'reinstall.myshopify.com', webhookId: 'ri-un' });
     expect(await s.app.db.outboxMessage.findFirstOrThrow({ where: { sourceId: 'ri-1' } })).toMatchObject({ status: 'held', heldReason: 'uninstalled' });
     // a webhook after uninstall is ignored, not queued
-    await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'reinstall.myshopify.com', payload: sampleOrder(2), webhookId: 'ri-2' });
+    await s.webhook('orders/create', sampleOrder(2), { domain: 'reinstall.myshopify.com', webhookId: 'ri-2' });
     expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'ri-2' } })).toMatchObject({ outcome: 'ignored', reason: 'app uninstalled' });
     s.app.worker.start();
     // the merchant opens the app again: token exchange reinstalls
@@ -28,13 +28,12 @@ describe(`shop lifecycle and data requests (${testProvider})`, () => {
   it('answers customers/data_request with an export retrievable from the admin API', async () => {
     await s.connectShop('export.myshopify.com');
     const order = sampleOrder(77);
-    await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'export.myshopify.com', payload: order, webhookId: 'ex-1' });
-    const res = await s.shop.sendWebhook(s.app.url, {
-      topic: 'customers/data_request',
-      shopDomain: 'export.myshopify.com',
-      payload: { shop_id: 1, shop_domain: 'export.myshopify.com', customer: { id: order.customer.id, email: order.email, phone: null }, orders_requested: [order.id], data_request: { id: 9001 } },
-      webhookId: 'ex-req',
-    });
+    await s.webhook('orders/create', order, { domain: 'export.myshopify.com', webhookId: 'ex-1' });
+    const res = await s.webhook(
+      'customers/data_request',
+      { shop_id: 1, shop_domain: 'export.myshopify.com', customer: { id: order.customer.id, email: order.email, phone: null }, orders_requested: [order.id], data_request: { id: 9001 } },
+      { domain: 'export.myshopify.com', webhookId: 'ex-req' },
+    );
     expect(res.status).toBe(200);
     const list = await s.api('GET', '/api/data-requests', undefined, 'export.myshopify.com');
     expect(list.body.data_requests).toEqual([expect.objectContaining({ request_id: '9001', customer_id: String(order.customer.id) })]);

@@ -10,7 +10,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
   const late = lateRouter();
-  const app = await startServer(config, { logger, host: '127.0.0.1', workerPollMs: 50, routers: [late.router] });
+  const app = await startServer(config, { logger, host: '127.0.0.1', worker: { safetyPollMs: 250 }, routers: [late.router] });
   await stopAppRunner(app);
   const backfill = attachBackfill(config, app, logger, {
     pollMs: 50,

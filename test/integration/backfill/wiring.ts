@@ -38,7 +38,7 @@ export function attachBackfill(config: Config, app: RunningServer, logger: Logge
   const tokens = createOfflineTokens({ shopify, db, sessions, logger });
   const module = createBackfill({
     db, provider: config.dbProvider, logger, shopify, tokens, production: config.production, adminOrigin: config.shopify.adminOrigin,
-    onEnqueued: (shopId) => app.worker.nudge(shopId),
+    onEnqueued: (shopId) => app.notifyQueued(shopId),
     runner,
   });
   return { ...module, auth: sessionTokenMiddleware({ shopify, db, tokens, logger }) };
