@@ -6,6 +6,8 @@ declare module 'autocannon' {
       path?: string;
       headers?: Record<string, string>;
       body?: string | Buffer;
+      /** Called before each request is sent; what it returns is sent (content-length recomputed). */
+      setupRequest?: (req: Request, context: Record<string, unknown>) => Request;
     }
     interface Options {
       url: string;

@@ -1,7 +1,9 @@
-// The baseline for the ingest benchmark: an express route that only reads the raw body,
-// verifies the Shopify HMAC (with the app's own function) and answers 200. No database.
+// The baselines of the intake benchmarks: an express route that only reads the raw body,
+// verifies the Shopify HMAC (with the app's own function) and answers 200, and one that only
+// reads a storefront batch and answers 204. No database.
 import type { AddressInfo } from 'node:net';
 import express from 'express';
+import { PIXEL_BODY_LIMIT, PIXEL_PATH } from '../src/http/pixel.route';
 import { verifyShopifyHmac, WEBHOOK_BODY_LIMIT } from '../src/http/webhooks.route';
 
 const secret = process.env.SHOPIFY_API_SECRET ?? 'sandbox-client-secret';
@@ -15,6 +17,15 @@ app.post('/webhooks', express.raw({ type: () => true, limit: WEBHOOK_BODY_LIMIT 
     return;
   }
   res.status(200).json({ outcome: 'accepted' });
+});
+// the pixel's ceiling: read the raw batch (64 KB at most), check its type, answer 204 with CORS
+app.post(PIXEL_PATH, express.raw({ type: () => true, limit: PIXEL_BODY_LIMIT, inflate: false }), (req, res) => {
+  res.set('Access-Control-Allow-Origin', '*');
+  if (!/^\s*(text\/plain|application\/json)/i.test(req.headers['content-type'] ?? '') || !Buffer.isBuffer(req.body)) {
+    res.status(415).end();
+    return;
+  }
+  res.status(204).end();
 });
 const server = app.listen(0, '127.0.0.1', () => {
   server.keepAliveTimeout = 65_000;

@@ -1,24 +1,41 @@
 // npm run bench: every benchmark, one after another, each printing its tables (markdown) on
 // stdout. The whole report is also written to bench/out/report.md (git-ignored), ready to be
-// copied into BENCHMARKS.md. Options: --db sqlite|postgres|both (default both); --only NAME,...
-// (ingest, pacing, latency, backlog). PostgreSQL: BENCH_PG_URL (or PG_URL), default
+// copied into BENCHMARKS.md.
+//   npm run bench                      everything
+//   npm run bench -- ingest            one (or several: ingest scale), by name
+//   npm run bench -- --only ingest,scale
+//   npm run bench -- scale --db postgres   (--db sqlite|postgres|both, default both)
+// Names: ingest, pixel, scale, latency, pacing, backlog. PostgreSQL: BENCH_PG_URL (or PG_URL), default
 // postgresql://postgres@127.0.0.1:5432/postgres; a fresh database is created and dropped for each.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { root } from './prisma-client';
+import { root } from './lib';
 
-const BENCHES = ['ingest', 'pacing', 'latency', 'backlog'] as const;
+const BENCHES = ['ingest', 'pixel', 'scale', 'latency', 'pacing', 'backlog'] as const;
 
-function machine(): string {
+function loadAverage(): string {
+  const [l1, l5, l15] = os.loadavg();
+  return `${l1!.toFixed(2)} / ${l5!.toFixed(2)} / ${l15!.toFixed(2)} (1 / 5 / 15 min)`;
+}
+
+/** The commit measured, and whether src/ differs from it (others may be editing the tree). */
+function revision(): string {
+  const git = (...a: string[]) => spawnSync('git', a, { cwd: root, encoding: 'utf8' }).stdout?.trim() ?? '';
+  const head = git('log', '-1', '--format=%h %s');
+  const dirty = git('status', '--porcelain', '--', 'src', 'prisma').split('\n').filter(Boolean).length;
+  return `${head || 'unknown'}${dirty ? `; ${dirty} uncommitted change(s) in src/ or prisma/ were in the working tree` : '; src/ and prisma/ as committed'}`;
+}
+
+function machine(args: string[]): string {
   const cpu = /model name\s*:\s*(.*)/.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? os.cpus()[0]?.model ?? 'unknown';
-  const [l1, l5] = os.loadavg();
   return [
     `- Date: ${new Date().toISOString()}`,
     `- Machine: ${os.cpus().length} CPUs (nproc), ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB memory, ${os.platform()} ${os.release()}`,
-    `- Node ${process.version}; load average at start ${l1!.toFixed(2)} (1 min), ${l5!.toFixed(2)} (5 min)`,
-    `- Command: npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+    `- Node ${process.version}; load average at the start ${loadAverage()}`,
+    `- Code: ${revision()}`,
+    `- Command: npm run bench${args.length ? ` -- ${args.join(' ')}` : ''}`,
   ].join('\n');
 }
 
@@ -35,24 +52,38 @@ function runScript(name: string, args: string[]): Promise<{ status: number | nul
   });
 }
 
+/** Benchmarks named by position (`ingest scale`) or by `--only a,b`; all when none. */
+export function selected(args: string[]): string[] {
+  const names: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--only') names.push(...(args[++i] ?? '').split(','));
+    else if (a === '--db') i++;
+    else if (!a.startsWith('-')) names.push(...a.split(','));
+  }
+  const unknown = names.filter((n) => n && !(BENCHES as readonly string[]).includes(n));
+  if (unknown.length) throw new Error(`unknown benchmark ${unknown.join(', ')}; the benchmarks are ${BENCHES.join(', ')}`);
+  return names.length ? BENCHES.filter((b) => names.includes(b)) : [...BENCHES];
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const only = args.includes('--only') ? args[args.indexOf('--only') + 1]!.split(',') : [...BENCHES];
+  const only = selected(args);
   const passthrough = args.includes('--db') ? ['--db', args[args.indexOf('--db') + 1]!] : [];
   const started = Date.now();
-  const parts = [`## Run\n\n${machine()}\n`];
+  const parts = [`## Run\n\n${machine(args)}\n`];
   console.log(parts[0]);
   let failed = 0;
-  for (const name of BENCHES.filter((b) => only.includes(b))) {
+  for (const name of only) {
     const t = Date.now();
+    const before = loadAverage();
     const res = await runScript(name, passthrough);
-    const footer = `\n_${name}: ${((Date.now() - t) / 1000).toFixed(0)} s${res.status === 0 ? '' : `, FAILED (exit ${res.status})`}_\n`;
+    const footer = `\n_${name}: ${((Date.now() - t) / 1000).toFixed(0)} s${res.status === 0 ? '' : `, FAILED (exit ${res.status})`}; load average before ${before}, after ${loadAverage()}_\n`;
     if (res.status !== 0) failed += 1;
     console.log(footer);
     parts.push(`${res.stdout.trim()}\n${footer}`);
   }
-  const [l1] = os.loadavg();
-  const tail = `_Total ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end ${l1!.toFixed(2)}._`;
+  const tail = `_Total ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end ${loadAverage()}._`;
   console.log(tail);
   parts.push(tail);
   const outDir = path.join(root, 'bench', 'out');
@@ -62,7 +93,9 @@ async function main(): Promise<void> {
   process.exit(failed ? 1 : 0);
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

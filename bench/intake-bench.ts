@@ -1,0 +1,202 @@
+// The intake benchmark's method, shared by the webhook intake (bench/ingest.ts) and the
+// storefront pixel's (bench/pixel.ts): the bare route (the ceiling), the connector on SQLite and
+// on PostgreSQL, side by side in one table from one run. Each server is its own child process,
+// and all of them run at once (an idle server costs nothing), so that the measurements can be
+// interleaved: other work shares this 2-core machine, and a drift in its load then hits every
+// server alike.
+//
+// - req/s at concurrency 50: autocannon (closed loop), three rounds of 5 s, each round measuring
+//   every server in turn; the table shows the median round, and the ratio to bare is the median
+//   of the per-round ratios.
+// - response p50/p99 at a fixed OFFERED rate (1,000/s): open loop (bench/open-loop.ts), 5 s per
+//   server per round, each time measured from the moment the request was scheduled to leave;
+//   the percentiles are over all rounds.
+// - the connector runs as ROLE=web for both: stage 1 alone, as a web process does in production.
+// - stage 2: the receipts the load stored are then processed by a fresh ROLE=worker process;
+//   its rate is read from the receipts' processedAt (one value per batch): receipts processed
+//   after the first batch ÷ time from the first batch to the last. Start-up is not counted.
+// - RSS: peak VmRSS of the server under the intake load, and of the worker during stage 2.
+// - idle: the worker's CPU (fraction of a core) over 10 s once stage 2 is done, with whatever
+//   stage 2 left waiting (messages due later, anonymous storefront events).
+import autocannon from 'autocannon';
+import { openLoop, type OpenLoopRequest } from './open-loop';
+import {
+  createBenchDatabase, epochMs, fmt, peakRss, percentile, providersFromArgs, seedShops, sleep, startApp, startChild, startEmulator, table,
+  type BenchDatabase, type ChildServer, type RemoteEmulator,
+} from './lib';
+
+const ROUNDS = Number(process.env.BENCH_INGEST_ROUNDS ?? 3);
+const ROUND_S = Number(process.env.BENCH_INGEST_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 50);
+const OPEN_RATE = Number(process.env.BENCH_INGEST_RATE ?? 1000);
+const OPEN_S = Number(process.env.BENCH_INGEST_OPEN_SECONDS ?? 5);
+const IDLE_S = 10;
+
+export const intakeMethod = {
+  rounds: ROUNDS,
+  describe: (what: { requests: string; unit: string }) => [
+    `- All servers run at once, each in its own process, and are measured in turn, ${ROUNDS} rounds.`,
+    `- req/s: autocannon (closed loop), ${CONNECTIONS} connections, ${ROUND_S} s per server per round after a 2 s warm-up; ${what.requests} The median round is shown; the ratio is the median of the per-round ratios.`,
+    `- p50 / p99 / max: open loop, ${OPEN_RATE.toLocaleString('en-US')} requests/s offered whatever the answers, ${OPEN_S} s per server per round; each time from the request's scheduled start to its answer, over all rounds.`,
+    `- The connector runs as ROLE=web (stage 1 only). Stage 2: afterwards, a fresh ROLE=worker process processes every stored receipt; rate = ${what.unit} after the first batch ÷ (last − first batch processedAt).`,
+    `- RSS: peak VmRSS of the server under the intake load / of the worker during stage 2. Idle: the worker's CPU over ${IDLE_S} s once stage 2 is done.`,
+  ].join('\n'),
+};
+
+export interface IntakeSpec {
+  /** The bare route's server (bench/bare-server.ts) and its environment. */
+  bare: { name: string; env: Record<string, string> };
+  /** The shop all the load is for. */
+  shop: string;
+  /** Extra rows for the seeded shop (the pixel's key); its environment for the app. */
+  prepare?: (db: BenchDatabase, shopId: string) => Promise<void>;
+  appEnv?: Record<string, string>;
+  /** autocannon's requests (cycled; `[<id>]` is replaced by a fresh id on each request). */
+  closedRequests: () => autocannon.Request[];
+  /** The open loop's request number i. */
+  openRequest: () => (i: number) => OpenLoopRequest;
+  /** What one stored receipt counts as in the stage-2 rate (5 for a pixel batch of 5 events). */
+  unitsPerReceipt: number;
+  unit: string;
+}
+
+interface Target {
+  name: string;
+  server: ChildServer;
+  db?: BenchDatabase;
+  emulator?: RemoteEmulator;
+  rates: number[];
+  closedP99: number[];
+  failures: number;
+  openLatencies: number[];
+  openScheduled: number;
+  openOk: number;
+  openStartRate: number[];
+  generatorLagP99: number[];
+  counted: number;
+  rssIntakeMb: number;
+  stored?: number;
+  stage2?: { perSec: number; receipts: number; seconds: number; rssMb: number; batches: number; idleCores: number };
+}
+
+/** Stage 2 over what is stored: a worker process processes every pending receipt, then idles. */
+async function stage2(db: BenchDatabase, env: Record<string, string>, unitsPerReceipt: number): Promise<NonNullable<Target['stage2']>> {
+  const worker = await startApp(db, { ...env, ROLE: 'worker' });
+  try {
+    const { peakMb } = await peakRss(worker, (async () => {
+      const end = Date.now() + 15 * 60_000;
+      while ((await db.count('WebhookReceipt', '"processedAt" IS NULL')) > 0) {
+        if (Date.now() > end) throw new Error('stage 2 did not finish in 15 min');
+        await sleep(500);
+      }
+    })());
+    const batches = await db.query<{ t: number; n: number | string }>(
+      `SELECT ${epochMs(db.provider, 'processedAt')} AS t, count(*) AS n FROM "WebhookReceipt" WHERE "processedAt" IS NOT NULL GROUP BY "processedAt" ORDER BY 1`,
+    );
+    const total = batches.reduce((s, b) => s + Number(b.n), 0);
+    const first = batches[0]!;
+    const last = batches[batches.length - 1]!;
+    const seconds = (Number(last.t) - Number(first.t)) / 1000;
+    // what it costs to keep what stage 2 left waiting (deliveries paced at 10/s go on meanwhile)
+    const cpu0 = worker.cpuSeconds();
+    const t0 = Date.now();
+    await sleep(IDLE_S * 1000);
+    const idleCores = (worker.cpuSeconds() - cpu0) / ((Date.now() - t0) / 1000);
+    return { perSec: ((total - Number(first.n)) * unitsPerReceipt) / seconds, receipts: total, seconds, rssMb: peakMb, batches: batches.length, idleCores };
+  } finally {
+    await worker.stop();
+  }
+}
+
+const median = (v: number[]) => percentile(v, 50);
+
+export async function runIntakeBench(spec: IntakeSpec): Promise<void> {
+  const providers = await providersFromArgs();
+  const closedLoop = (url: string, seconds: number) => autocannon({ url, connections: CONNECTIONS, duration: seconds, idReplacement: true, requests: spec.closedRequests() });
+  const targets: Target[] = [];
+  const blank = () => ({ rates: [], closedP99: [], failures: 0, openLatencies: [], openScheduled: 0, openOk: 0, openStartRate: [], generatorLagP99: [], counted: 0, rssIntakeMb: 0 });
+  try {
+    targets.push({ name: spec.bare.name, server: await startChild('bare-server.ts', spec.bare.env, 'bare'), ...blank() });
+    for (const provider of providers) {
+      const db = await createBenchDatabase(provider);
+      const emulator = await startEmulator();
+      const t: Partial<Target> = { db, emulator };
+      try {
+        const [ws] = await emulator.createWorkspaces(1);
+        const ids = await seedShops(db, [{ domain: spec.shop, workspaceId: ws!.id, apiKey: ws!.apiKey }]);
+        await spec.prepare?.(db, ids.get(spec.shop)!);
+        t.server = await startApp(db, { SERVICE_BASE_URL: emulator.url, ROLE: 'web', ...spec.appEnv });
+      } finally {
+        // pushed even when start-up failed, so the finally below cleans up what was made
+        targets.push({ name: `connector on ${provider}`, ...blank(), ...t } as Target);
+      }
+    }
+
+    const { peaks } = await peakRss(targets.map((t) => t.server), (async () => {
+      for (const t of targets) t.counted += (await closedLoop(t.server.url, 2))['2xx']; // JIT, pools, page cache
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const t of targets) {
+          const r = await closedLoop(t.server.url, ROUND_S);
+          t.rates.push(r['2xx'] / ROUND_S);
+          t.closedP99.push(r.latency.p99);
+          t.failures += r.non2xx + r.errors + r.timeouts;
+          t.counted += r['2xx'];
+          await sleep(500);
+          const o = await openLoop(t.server.url, { rate: OPEN_RATE, seconds: OPEN_S, request: spec.openRequest() });
+          t.openLatencies.push(...o.latencies);
+          t.openScheduled += o.scheduled;
+          t.openOk += o.ok;
+          t.failures += o.non2xx + o.errors;
+          t.openStartRate.push(o.startedPerSec);
+          t.generatorLagP99.push(o.sendLag.p99);
+          t.counted += o.ok;
+          await sleep(500);
+        }
+      }
+    })());
+    targets.forEach((t, i) => (t.rssIntakeMb = peaks[i]!));
+    await Promise.all(targets.map((t) => t.server.stop()));
+
+    for (const t of targets) {
+      if (!t.db || !t.emulator) continue;
+      t.stored = await t.db.count('WebhookReceipt');
+      t.stage2 = await stage2(t.db, { SERVICE_BASE_URL: t.emulator.url, ...spec.appEnv }, spec.unitsPerReceipt);
+    }
+  } finally {
+    for (const t of targets) {
+      await t.server?.stop();
+      await t.emulator?.close();
+      await t.db?.drop();
+    }
+  }
+
+  const base = targets[0]!;
+  console.log(
+    table(
+      ['server', `req/s at ${CONNECTIONS} conns`, 'ratio to bare', `p50 / p99 / max ms at ${OPEN_RATE.toLocaleString('en-US')} req/s offered`, 'non-2xx + errors', `stage 2 ${spec.unit}/s`, 'RSS peak MB (intake / stage 2)', 'worker idle after, cores'],
+      targets.map((t) => {
+        const lat = t.openLatencies;
+        return [
+          t.name,
+          fmt(median(t.rates), 0),
+          t === base ? '1.000 (ceiling)' : fmt(median(t.rates.map((r, i) => r / base.rates[i]!)), 3),
+          `${fmt(percentile(lat, 50), 1)} / ${fmt(percentile(lat, 99), 1)} / ${fmt(Math.max(...lat), 0)}`,
+          t.failures,
+          t.stage2 ? fmt(t.stage2.perSec, 0) : '—',
+          `${fmt(t.rssIntakeMb, 0)} / ${t.stage2 ? fmt(t.stage2.rssMb, 0) : '—'}`,
+          t.stage2 ? fmt(t.stage2.idleCores, 3) : '—',
+        ];
+      }),
+    ),
+  );
+  console.log('');
+  for (const t of targets) {
+    const parts = [
+      `req/s per round ${t.rates.map((r) => fmt(r, 0)).join(', ')}; closed-loop p99 per round ${t.closedP99.join(', ')} ms (autocannon, whole ms)`,
+      `open loop: ${t.openOk} of ${t.openScheduled} answered 2xx, started at ${t.openStartRate.map((r) => fmt(r, 0)).join(', ')}/s, generator lag p99 ${t.generatorLagP99.map((r) => fmt(r, 1)).join(', ')} ms`,
+    ];
+    if (t.stored !== undefined) parts.push(`receipts stored ${t.stored} for ${t.counted} 2xx counted (a few more were in flight when autocannon stopped)`);
+    if (t.stage2) parts.push(`stage 2 processed ${t.stage2.receipts} receipts in ${t.stage2.batches} batches, ${fmt(t.stage2.seconds, 1)} s from the first batch to the last`);
+    console.log(`- ${t.name}: ${parts.join('; ')}.`);
+  }
+}
