@@ -58,6 +58,7 @@ const schema = z.object({
   WORKER_ENABLED: z.enum(['true', 'false']).optional(),
   ROLE: z.enum(['all', 'web', 'worker']).optional(),
   WORKER_LANES: z.coerce.number().int().min(1).max(1000).default(32),
+  WORKER_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(32),
   MAX_SENDS_PER_MESSAGE: z.coerce.number().int().min(1).max(100).default(8),
   CHECKOUT_GRACE_MINUTES: z.coerce.number().int().min(0).max(24 * 60).default(10),
   CHECKOUT_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(365).default(7),
@@ -97,7 +98,7 @@ export interface Config {
   workerEnabled: boolean;
   /** Runs the public HTTP surface: webhooks, pixel, admin API, page (role all or web). */
   webEnabled: boolean;
-  worker: { lanes: number; maxSendsPerMessage: number };
+  worker: { lanes: number; maxInFlight: number; maxSendsPerMessage: number };
   /** How long processed receipts are kept for deduplication. */
   receiptRetentionDays: number;
   checkouts: { graceMinutes: number; maxAgeDays: number };
@@ -163,7 +164,7 @@ export function loadConfig(env: Env = process.env): Config {
     role,
     workerEnabled: role !== 'web',
     webEnabled: role !== 'worker',
-    worker: { lanes: e.WORKER_LANES, maxSendsPerMessage: e.MAX_SENDS_PER_MESSAGE },
+    worker: { lanes: e.WORKER_LANES, maxInFlight: e.WORKER_MAX_IN_FLIGHT, maxSendsPerMessage: e.MAX_SENDS_PER_MESSAGE },
     checkouts: { graceMinutes: e.CHECKOUT_GRACE_MINUTES, maxAgeDays: e.CHECKOUT_MAX_AGE_DAYS },
     receiptRetentionDays: e.RECEIPT_RETENTION_DAYS,
     pixel: {

@@ -75,6 +75,7 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
     // a sent contact delete's row was scrubbed of its address: compact its old copies away
     onScrubbed: () => void erasure.afterScrub(),
     lanes: config.worker.lanes,
+    maxInFlight: config.worker.maxInFlight,
     requestTimeoutMs: config.service.timeoutMs,
     safetyPollMs,
     ...deps.worker,

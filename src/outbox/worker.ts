@@ -48,6 +48,12 @@ export interface WorkerDeps {
   recordRetryMs?: number[];
   /** Longest a claimed batch waits for the workspace's next send before it is given back. */
   maxSendWaitMs?: number;
+  /**
+   * Requests a lane keeps in flight at most (WORKER_MAX_IN_FLIGHT). The pacer spaces sends; this
+   * bounds how many wait on a slow service at once, so a slow service gets no pile of requests
+   * that would time out and be sent again.
+   */
+  maxInFlight?: number;
   /** Called once a contact delete's row was scrubbed of its address (sent, or dead). */
   onScrubbed?: () => void;
 }
@@ -85,6 +91,9 @@ type LaneEnd = { notBefore?: Date };
  * pacing is shared, so nothing is sent twice or too fast).
  */
 export const DEFAULT_LANE_LEASE_MS = 10_000;
+
+/** Requests in flight per lane: at the baseline 10/s a service would need 3.2 s a request to fill it. */
+export const DEFAULT_MAX_IN_FLIGHT = 32;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -292,6 +301,8 @@ export class DeliveryWorker {
       // the lease was taken with the lane; later batches extend it
       if (renew) await queue.renew(shopId, this.workerId, new Date(this.now().getTime() + (this.deps.leaseMs ?? DEFAULT_LANE_LEASE_MS)));
       for (; i < batch.length; i++) {
+        // no room for another request for long: the rest goes back, as for a slowed-down workspace
+        if (!(await this.roomInFlight(inFlight))) return {};
         // a workspace slowed down for long (a 429, someone else's traffic) gives its batch back
         // and its shop comes round again then: no message waits claimed for long
         const took = await pacer.takeSend(ctx.workspaceId, { shouldStop: () => this.stopping || lane.stop, maxWaitMs: this.deps.maxSendWaitMs ?? 2_000 });
@@ -322,6 +333,21 @@ export class DeliveryWorker {
     // the shop comes round again when its workspace can take a send (after a pause, a 429)
     const free = await pacer.nextFree(ctx.workspaceId);
     return free > this.now().getTime() ? { notBefore: new Date(free) } : {};
+  }
+
+  /** Waits until the lane has fewer than maxInFlight requests out; false if that took too long. */
+  private async roomInFlight(inFlight: Set<Promise<unknown>>): Promise<boolean> {
+    const max = Math.max(1, this.deps.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT);
+    if (inFlight.size < max) return true;
+    const deadline = Date.now() + (this.deps.maxSendWaitMs ?? 2_000);
+    while (inFlight.size >= max) {
+      const left = deadline - Date.now();
+      if (left <= 0 || this.stopping) return false;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([...inFlight, new Promise<void>((r) => (timer = setTimeout(r, left)))]);
+      clearTimeout(timer);
+    }
+    return true;
   }
 
   /**

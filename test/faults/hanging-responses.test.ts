@@ -3,7 +3,8 @@
 import { sampleOrder } from '../../src/sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
-import { account, arrivals, driveUntilDelivered, formatCounts, report, sendAll, sleep, statusCounts, testClock, type Delivery } from './support';
+import { DEFAULT_SHOP } from '../helpers/stack';
+import { account, arrivals, driveUntilDelivered, formatCounts, queueOrders, report, sendAll, sleep, statusCounts, testClock, type Delivery } from './support';
 
 describe(`responses that hang past the timeout (${testProvider})`, () => {
   let s: Stack;
@@ -56,4 +57,36 @@ describe(`responses that hang past the timeout (${testProvider})`, () => {
     expect(final.duplicates).toBe(0);
     expect(states.dead ?? 0).toBe(0);
   }, 120_000);
+});
+
+describe(`a slow service gets no pile of requests (${testProvider})`, () => {
+  let s: Stack;
+  afterAll(() => s?.close());
+
+  it('keeps at most WORKER_MAX_IN_FLIGHT requests waiting on a slow service, however high the limit', async () => {
+    s = await startStack({ env: { WORKER_MAX_IN_FLIGHT: '4', SERVICE_TIMEOUT_MS: '5000' } });
+    // a raised limit lets the pacer release 1,000 sends a second: only the cap holds them back
+    const ws = await s.connectShop(undefined, { rateLimit: 1_000 });
+    const shop = await s.app.db.shop.findUniqueOrThrow({ where: { domain: DEFAULT_SHOP } });
+    // every send takes 600 ms to answer, well within the timeout
+    s.emulator.injectFault({ mode: 'delay', delayMs: 600, forMs: 60_000, path: '/webhook/send' });
+    const ids = Array.from({ length: 24 }, (_, i) => `slow-${i}`);
+    await queueOrders(s.app.db, shop, ids);
+    s.app.notifyQueued(shop.id);
+    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= ids.length, 20_000, 'every slow send');
+
+    // the most requests the emulator held at one time (each from its arrival to its answer)
+    const sends = s.emulator.requests().filter((r) => r.workspaceId === ws.workspaceId && r.path.includes('/webhook/send'));
+    const most = Math.max(...sends.map((r) => sends.filter((o) => o.at <= r.at && r.at < o.at + o.durationMs).length));
+    const final = account(ids, arrivals(s.emulator.events({ workspaceId: ws.workspaceId })));
+    report('a slow service (600 ms a send, limit 1,000/s, WORKER_MAX_IN_FLIGHT=4)', {
+      'sends': sends.length,
+      'most requests in flight at once': most,
+      'events expected / arrived / duplicates': `${final.expected} / ${final.arrived} / ${final.duplicates}`,
+    });
+    expect(most).toBeLessThanOrEqual(4);
+    expect(sends.length).toBe(ids.length);
+    expect(final.missing).toEqual([]);
+    expect(final.duplicates).toBe(0);
+  }, 60_000);
 });
