@@ -18,7 +18,7 @@ export interface RawStatement<R> {
 export type StatementBuilder = (p: (n: number, pgType?: string) => string, provider: DbProvider) => string;
 
 /** pg parses `timestamp` (no zone) as local time and int8 as a string: read both as Prisma does. */
-const PG_TYPES = {
+export const PG_TYPES = {
   getTypeParser(oid: number, format?: 'text' | 'binary'): (value: string) => unknown {
     if (oid === 1114) return (v: string) => new Date(`${v.replace(' ', 'T')}Z`);
     if (oid === 20) return (v: string) => Number(v);
@@ -26,6 +26,12 @@ const PG_TYPES = {
   },
 };
 
+/**
+ * Prepared statements per connection, by name. Some names are the text itself (a driver
+ * transaction's statements, whose IN lists vary in length), so the cache is bounded: the oldest
+ * is dropped, and prepared again if it comes back.
+ */
+const MAX_CACHED = 512;
 const sqliteStatements = new WeakMap<BetterSqlite3.Database, Map<string, BetterSqlite3.Statement>>();
 
 function sqliteStatement(conn: BetterSqlite3.Database, name: string, text: string): BetterSqlite3.Statement {
@@ -36,6 +42,7 @@ function sqliteStatement(conn: BetterSqlite3.Database, name: string, text: strin
     // integers as numbers: the connection defaults to BigInt (Prisma's adapter), our values fit
     st = conn.prepare(text);
     if (st.reader) st.safeIntegers(false);
+    if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
     cache.set(name, st);
   }
   return st;

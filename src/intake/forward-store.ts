@@ -3,12 +3,15 @@
 // orders of abandoned checkouts), and one write transaction per batch (see write()).
 import { Prisma } from '@prisma/client';
 import { rawOf, type Db, type DbProvider } from '../db/client';
+import { setColumns, whereShopKeys } from '../db/batch-sql';
+import type { SqlTx } from '../db/transaction';
 import { prepare, rawDate, type RawStatement, type StatementBuilder } from '../db/raw';
 import { Sql } from '../outbox/sql';
 import type { StoredFulfillment, StoredOrder } from '../mapping';
 import { STOREFRONT_ABANDONMENTS } from '../pixel/store';
+import { insertMessages } from '../use-cases/store-messages';
 
-type Tx = Prisma.TransactionClient;
+type Tx = SqlTx;
 
 export interface ShopRow {
   id: string;
@@ -27,12 +30,8 @@ export interface ExistingMessage {
 /** Keys of per-shop state: shop id and the object's id. */
 export const keyOf = (shopId: string, id: string) => `${shopId}\u0000${id}`;
 
-/**
- * One filter term per shop for keys of several shops: `(shopId = a AND id IN (...)) OR ...`,
- * so a batch of many shops reads or deletes in one statement, each term served by the
- * (shopId, id) index.
- */
-function byShop<T>(keys: Iterable<string>, term: (shopId: string, ids: string[]) => T): T[] {
+/** keyOf() keys grouped by shop: shop id → the objects' ids. */
+function byShop(keys: Iterable<string>): Map<string, string[]> {
   const ids = new Map<string, string[]>();
   for (const k of keys) {
     const cut = k.indexOf('\u0000');
@@ -41,7 +40,7 @@ function byShop<T>(keys: Iterable<string>, term: (shopId: string, ids: string[])
     if (list) list.push(k.slice(cut + 1));
     else ids.set(shopId, [k.slice(cut + 1)]);
   }
-  return [...ids].map(([shopId, list]) => term(shopId, list));
+  return ids;
 }
 
 export interface WritePlan {
@@ -79,9 +78,11 @@ export class ForwardStore {
   private readonly shopsStatement: RawStatement<ShopSql>;
 
   private readonly provider: DbProvider;
+  private readonly sql: Sql;
 
   constructor(private readonly db: Db) {
     this.provider = rawOf(db).provider;
+    this.sql = new Sql(db, this.provider);
     this.shopsStatement = prepare(rawOf(db), 'stage2_shops', SHOPS);
   }
 
@@ -98,54 +99,43 @@ export class ForwardStore {
   }
 
   async digests(keys: Set<string>): Promise<Map<string, { digest: string; consentState: string | null }>> {
-    const out = new Map<string, { digest: string; consentState: string | null }>();
-    if (keys.size === 0) return out;
-    const rows = await this.db.customerDigest.findMany({ where: { OR: byShop(keys, (shopId, ids) => ({ shopId, customerId: { in: ids } })) } });
-    for (const r of rows) out.set(keyOf(r.shopId, r.customerId), { digest: r.digest, consentState: r.consentState });
-    return out;
+    if (keys.size === 0) return new Map();
+    const rows = await this.db.$queryRaw<Array<{ shopId: string; customerId: string; digest: string; consentState: string | null }>>(
+      Prisma.sql`SELECT "shopId", "customerId", "digest", "consentState" FROM "CustomerDigest" WHERE ${whereKeys(keys, 'customerId')}`,
+    );
+    return new Map(rows.map((r) => [keyOf(r.shopId, r.customerId), { digest: r.digest, consentState: r.consentState }]));
   }
 
   async orders(keys: Set<string>): Promise<Map<string, StoredOrder>> {
-    const out = new Map<string, StoredOrder>();
-    if (keys.size === 0) return out;
-    const rows = await this.db.orderSummary.findMany({
-      where: { OR: byShop(keys, (shopId, ids) => ({ shopId, orderId: { in: ids } })) },
-      select: { shopId: true, orderId: true, summary: true },
-    });
-    for (const r of rows) out.set(keyOf(r.shopId, r.orderId), JSON.parse(r.summary) as StoredOrder);
-    return out;
+    if (keys.size === 0) return new Map();
+    const rows = await this.db.$queryRaw<Array<{ shopId: string; orderId: string; summary: string }>>(
+      Prisma.sql`SELECT "shopId", "orderId", "summary" FROM "OrderSummary" WHERE ${whereKeys(keys, 'orderId')}`,
+    );
+    return new Map(rows.map((r) => [keyOf(r.shopId, r.orderId), JSON.parse(r.summary) as StoredOrder]));
   }
 
   /** For orders stored before order summaries existed: the email of the last message about the order. */
   async orderEmailsFromMessages(keys: Set<string>): Promise<Map<string, string>> {
-    const out = new Map<string, string>();
-    if (keys.size === 0) return out;
-    const rows = await this.db.outboxMessage.findMany({
-      where: { email: { not: null }, OR: byShop(keys, (shopId, ids) => ({ shopId, orderId: { in: ids } })) },
-      orderBy: { id: 'asc' },
-      select: { shopId: true, orderId: true, email: true },
-    });
-    for (const r of rows) out.set(keyOf(r.shopId, r.orderId!), r.email!);
-    return out;
+    if (keys.size === 0) return new Map();
+    const rows = await this.db.$queryRaw<Array<{ shopId: string; orderId: string; email: string }>>(
+      Prisma.sql`SELECT "shopId", "orderId", "email" FROM "OutboxMessage" WHERE "email" IS NOT NULL AND (${whereKeys(keys, 'orderId')}) ORDER BY "id"`,
+    );
+    return new Map(rows.map((r) => [keyOf(r.shopId, r.orderId), r.email]));
   }
 
   async fulfillments(keys: Set<string>): Promise<Map<string, StoredFulfillment>> {
-    const out = new Map<string, StoredFulfillment>();
-    if (keys.size === 0) return out;
-    const rows = await this.db.fulfillmentState.findMany({
-      where: { OR: byShop(keys, (shopId, ids) => ({ shopId, fulfillmentId: { in: ids } })) },
-      select: { shopId: true, fulfillmentId: true, state: true },
-    });
-    for (const r of rows) out.set(keyOf(r.shopId, r.fulfillmentId), JSON.parse(r.state) as StoredFulfillment);
-    return out;
+    if (keys.size === 0) return new Map();
+    const rows = await this.db.$queryRaw<Array<{ shopId: string; fulfillmentId: string; state: string }>>(
+      Prisma.sql`SELECT "shopId", "fulfillmentId", "state" FROM "FulfillmentState" WHERE ${whereKeys(keys, 'fulfillmentId')}`,
+    );
+    return new Map(rows.map((r) => [keyOf(r.shopId, r.fulfillmentId), JSON.parse(r.state) as StoredFulfillment]));
   }
 
   /** Messages the shops already have under these source ids (keys: shop id and source id). */
   async existing(keys: Set<string>): Promise<Map<string, ExistingMessage>> {
     if (keys.size === 0) return new Map();
-    // raw SQL: a third of the ORM's cost, on the hot path of every batch
     const rows = await this.db.$queryRaw<Array<{ id: number | bigint; shopId: string; sourceId: string; status: string; dueAt: unknown }>>(
-      Prisma.sql`SELECT "id", "shopId", "sourceId", "status", "dueAt" FROM "OutboxMessage" WHERE ${anyOf(byShop(keys, (shopId, ids) => Prisma.sql`("shopId" = ${shopId} AND "sourceId" IN (${Prisma.join(ids)}))`))}`,
+      Prisma.sql`SELECT "id", "shopId", "sourceId", "status", "dueAt" FROM "OutboxMessage" WHERE ${whereKeys(keys, 'sourceId')}`,
     );
     return new Map(rows.map((r) => [keyOf(r.shopId, r.sourceId), { id: Number(r.id), status: r.status, dueAt: Sql.toDate(r.dueAt)! }]));
   }
@@ -157,22 +147,30 @@ export class ForwardStore {
    * eventName) index.
    */
   async ordersFor(tokens: Set<string>, emails: Set<string>): Promise<{ tokens: Set<string>; emailLatest: Map<string, Date> }> {
-    const placed = { eventName: 'order_placed' };
+    const placed = Prisma.sql`"eventName" = 'order_placed'`;
     const byToken = tokens.size
-      ? await this.db.outboxMessage.findMany({ where: { ...placed, OR: byShop(tokens, (shopId, ids) => ({ shopId, checkoutToken: { in: ids } })) }, select: { shopId: true, checkoutToken: true } })
+      ? await this.db.$queryRaw<Array<{ shopId: string; checkoutToken: string }>>(
+          Prisma.sql`SELECT "shopId", "checkoutToken" FROM "OutboxMessage" WHERE ${placed} AND (${whereKeys(tokens, 'checkoutToken')})`,
+        )
       : [];
     const byEmail = emails.size
-      ? await this.db.outboxMessage.groupBy({ by: ['shopId', 'email'], where: { ...placed, OR: byShop(emails, (shopId, ids) => ({ shopId, email: { in: ids } })) }, _max: { createdAt: true } })
+      ? await this.db.$queryRaw<Array<{ shopId: string; email: string; latest: unknown }>>(
+          Prisma.sql`SELECT "shopId", "email", MAX("createdAt") AS "latest" FROM "OutboxMessage" WHERE ${placed} AND (${whereKeys(emails, 'email')}) GROUP BY "shopId", "email"`,
+        )
       : [];
     const emailLatest = new Map<string, Date>();
-    for (const r of byEmail) if (r.email && r._max.createdAt) emailLatest.set(keyOf(r.shopId, r.email), r._max.createdAt);
-    return { tokens: new Set(byToken.map((r) => keyOf(r.shopId, r.checkoutToken!))), emailLatest };
+    for (const r of byEmail) {
+      const latest = Sql.toDate(r.latest);
+      if (latest) emailLatest.set(keyOf(r.shopId, r.email), latest);
+    }
+    return { tokens: new Set(byToken.map((r) => keyOf(r.shopId, r.checkoutToken))), emailLatest };
   }
 
   /** Applies a batch's plan in the caller's transaction. */
   async write(tx: Tx, plan: WritePlan, now: Date): Promise<void> {
-    const cancelled = { status: 'cancelled', lastError: 'the customer placed an order' };
     const pending = ['queued', 'held'];
+    const stillPending = Prisma.sql`"status" IN (${Prisma.join(pending)})`;
+    const stamped = (row: object) => setColumns(this.provider, { ...row, updatedAt: now });
     // an order ends the shopper's storefront abandonments (browse, cart) too, by email
     const byEmail = Prisma.join(['checkout_abandoned', ...STOREFRONT_ABANDONMENTS]);
     const terms: Prisma.Sql[] = [];
@@ -187,30 +185,32 @@ export class ForwardStore {
       // (a deep backlog made every order slow; test/faults/deep-backlog.test.ts).
       const found = await tx.$queryRaw<Array<{ id: number | bigint; status: string }>>(Prisma.sql`SELECT "id", "status" FROM "OutboxMessage" WHERE ${anyOf(terms)}`);
       const ids = found.filter((m) => pending.includes(m.status)).map((m) => Number(m.id));
-      if (ids.length) await tx.outboxMessage.updateMany({ where: { id: { in: ids }, status: { in: pending } }, data: cancelled });
+      if (ids.length) {
+        await tx.$executeRaw(Prisma.sql`
+          UPDATE "OutboxMessage" SET ${stamped({ status: 'cancelled', lastError: 'the customer placed an order' })}
+          WHERE "id" IN (${Prisma.join(ids)}) AND ${stillPending}`);
+      }
     }
     for (const u of plan.abandonmentUpdates) {
       // only newer activity moves the abandonment, and only while it is still pending
-      await tx.outboxMessage.updateMany({
-        where: { id: u.id, status: { in: ['queued', 'held'] }, dueAt: { lte: u.runAt } },
-        data: { body: u.body, email: u.email, runAt: u.runAt, dueAt: u.runAt },
-      });
+      await tx.$executeRaw(Prisma.sql`
+        UPDATE "OutboxMessage" SET ${stamped({ body: u.body, email: u.email, runAt: u.runAt, dueAt: u.runAt })}
+        WHERE "id" = ${u.id} AND ${stillPending} AND "dueAt" <= ${this.sql.ts(u.runAt)}`);
     }
     for (const r of plan.replacements) {
       const { shopId: _s, sourceId: _i, ...row } = r.row;
-      await tx.outboxMessage.updateMany({ where: { id: r.id, status: 'skipped' }, data: row });
+      await tx.$executeRaw(Prisma.sql`UPDATE "OutboxMessage" SET ${stamped(row)} WHERE "id" = ${r.id} AND "status" = 'skipped'`);
     }
-    if (plan.inserts.length) await tx.outboxMessage.createMany({ data: plan.inserts });
+    await insertMessages(tx, this.provider, plan.inserts, now);
     // state rows: one upsert per kind, whatever the number of shops
-    const ts = (d: Date) => (this.provider === 'sqlite' ? d.getTime() : d);
     if (plan.digests.length) {
-      await upsert(tx, 'CustomerDigest', ['shopId', 'customerId'], ['digest', 'consentState', 'updatedAt'], plan.digests.map((d) => [d.shopId, d.customerId, d.digest, d.consentState, ts(now)]));
+      await upsert(tx, 'CustomerDigest', ['shopId', 'customerId'], ['digest', 'consentState', 'updatedAt'], plan.digests.map((d) => [d.shopId, d.customerId, d.digest, d.consentState, this.sql.ts(now)]));
     }
     if (plan.orders.length) {
-      await upsert(tx, 'OrderSummary', ['shopId', 'orderId'], ['email', 'customerId', 'summary', 'updatedAt'], plan.orders.map(({ shopId, order }) => [shopId, order.orderId, order.email, order.customerId, JSON.stringify(order), ts(now)]));
+      await upsert(tx, 'OrderSummary', ['shopId', 'orderId'], ['email', 'customerId', 'summary', 'updatedAt'], plan.orders.map(({ shopId, order }) => [shopId, order.orderId, order.email, order.customerId, JSON.stringify(order), this.sql.ts(now)]));
     }
     if (plan.fulfillments.length) {
-      await upsert(tx, 'FulfillmentState', ['shopId', 'fulfillmentId'], ['orderId', 'email', 'state', 'updatedAt'], plan.fulfillments.map(({ shopId, state }) => [shopId, state.fulfillmentId, state.orderId, state.email, JSON.stringify(state), ts(now)]));
+      await upsert(tx, 'FulfillmentState', ['shopId', 'fulfillmentId'], ['orderId', 'email', 'state', 'updatedAt'], plan.fulfillments.map(({ shopId, state }) => [shopId, state.fulfillmentId, state.orderId, state.email, JSON.stringify(state), this.sql.ts(now)]));
     }
   }
 }
@@ -218,6 +218,11 @@ export class ForwardStore {
 /** Terms joined with OR (each a parenthesised condition). */
 function anyOf(terms: Prisma.Sql[]): Prisma.Sql {
   return Prisma.join(terms, ' OR ');
+}
+
+/** Keys of several shops as one raw condition (db/batch-sql.ts): these reads run for every batch. */
+function whereKeys(keys: Iterable<string>, column: string): Prisma.Sql {
+  return whereShopKeys(byShop(keys), column);
 }
 
 /**

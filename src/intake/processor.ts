@@ -1,13 +1,15 @@
 // Stage 2: takes stored receipts in batches, in arrival order per shop, and runs the use cases
 // on them (mapping, change detection, abandonment, shipping state, GDPR). Receipts are spread
-// over partitions by shop; a process works a partition under a lease, so one shop's receipts
-// are processed by one process at a time, in order, while other partitions run elsewhere.
+// over partitions by shop; a process works the partitions it leased (several at once, oldest
+// pending first, in batches that span them), so one shop's receipts are processed by one process
+// at a time, in order, while other partitions run elsewhere.
 // Each batch's effects and the marking of its receipts commit in one transaction, fenced on the
 // lease: a crash mid-batch redoes the batch, and nothing is doubled (messages are unique by
 // source id, receipts are marked only while still pending).
 import { randomUUID } from 'node:crypto';
 import { rawOf, type Db, type DbProvider } from '../db/client';
 import { prepare, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
+import { driverTransaction, type SqlTx } from '../db/transaction';
 import { parseWebhookBody } from '../mapping';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
@@ -26,7 +28,7 @@ export type SideHandler = (r: ParsedReceipt) => Promise<{ outcome: 'accepted' | 
 export interface StagePlan {
   outcomes: ReceiptOutcome[];
   /** Applies the plan in the batch's transaction. */
-  write(tx: Prisma.TransactionClient, now: Date): Promise<void>;
+  write(tx: SqlTx, now: Date): Promise<void>;
   /** Messages it queued, to index as due in the same transaction. */
   due: DueEntry[];
 }
@@ -53,8 +55,14 @@ export interface ProcessorDeps {
   processorId?: string;
   /** Receipts per batch. */
   batchSize?: number;
-  /** How long one partition's turn lasts before the next partition's (ms). */
+  /** How long a turn on the leased partitions lasts before they are given up and leased again (ms). */
   turnMs?: number;
+  /**
+   * Partitions one process leases at once (default half of them): a batch spans them, so 200
+   * shops with a receipt each take two batches rather than sixteen, and a second process finds
+   * the other half free.
+   */
+  partitionsPerTurn?: number;
   /** A partition's lease, renewed by every batch. */
   leaseMs?: number;
   /** The slow safety poll when no wake-up comes. */
@@ -65,15 +73,21 @@ export interface ProcessorDeps {
 
 class LeaseLost extends Error {}
 
-// Partitions with pending receipts: one index probe each.
-const PENDING_PARTITIONS: StatementBuilder = () => `
-  WITH "t" ("p") AS (VALUES ${Array.from({ length: PARTITIONS }, (_, p) => `(${p})`).join(', ')})
-  SELECT "p" FROM "t" WHERE EXISTS (SELECT 1 FROM "WebhookReceipt" WHERE "partition" = "t"."p" AND "processedAt" IS NULL)`;
-// A partition's lease, free, ours already, or expired. Parameters: 1 processor, 2 until, 3 partition, 4 now.
-const LEASE: StatementBuilder = (p) => `
+// Leases up to n partitions with pending receipts that are free, ours already, or expired,
+// oldest pending receipt first (one index probe each), so no partition waits behind busier
+// ones. The outer condition is checked again on the row it locks: two processes never share
+// a partition. Parameters: 1 processor, 2 until, 3 now, 4 n.
+const LEASE_PENDING: StatementBuilder = (p) => {
+  const free = (t: string) => `(${t}"owner" IS NULL OR ${t}"owner" = ${p(1)} OR ${t}"leasedUntil" < ${p(3, 'timestamp')})`;
+  return `
   UPDATE "ReceiptLease" SET "owner" = ${p(1)}, "leasedUntil" = ${p(2, 'timestamp')}
-  WHERE "partition" = ${p(3, 'integer')} AND ("owner" IS NULL OR "owner" = ${p(1)} OR "leasedUntil" < ${p(4, 'timestamp')})
+  WHERE ${free('')} AND "partition" IN (
+    SELECT "partition" FROM (
+      SELECT "l"."partition", (SELECT MIN("r"."id") FROM "WebhookReceipt" AS "r" WHERE "r"."partition" = "l"."partition" AND "r"."processedAt" IS NULL) AS "oldest"
+      FROM "ReceiptLease" AS "l" WHERE ${free('"l".')}
+    ) AS "c" WHERE "oldest" IS NOT NULL ORDER BY "oldest" LIMIT ${p(4, 'integer')})
   RETURNING "partition"`;
+};
 
 export class ReceiptProcessor {
   readonly processorId: string;
@@ -86,14 +100,12 @@ export class ReceiptProcessor {
   private lastRetention = 0;
   private seeded = false;
   private readonly leaseStatement: RawStatement<{ partition: number }>;
-  private readonly pendingPartitionsStatement: RawStatement<{ p: number }>;
 
   constructor(private readonly deps: ProcessorDeps) {
     this.processorId = deps.processorId ?? `p-${randomUUID().slice(0, 8)}`;
     this.now = deps.now ?? (() => new Date());
     this.sql = new Sql(deps.db, deps.provider);
-    this.leaseStatement = prepare(rawOf(deps.db), 'receipt_lease', LEASE);
-    this.pendingPartitionsStatement = prepare(rawOf(deps.db), 'receipt_partitions', PENDING_PARTITIONS);
+    this.leaseStatement = prepare(rawOf(deps.db), 'receipt_lease', LEASE_PENDING);
   }
 
   start(): void {
@@ -139,36 +151,31 @@ export class ReceiptProcessor {
   }
 
   /**
-   * Processes everything pending now, partition by partition, in turns of a few seconds each,
-   * round after round until no partition it could lease has receipts left; returns how many.
-   * Under a stream that never ends it returns after a minute, asking the loop to come straight
-   * back, so the hourly housekeeping still gets its turn.
+   * Processes everything pending now: leases partitions with pending receipts (oldest first),
+   * works them in turns of a few seconds, and leases again, until it finds none it could lease;
+   * returns how many. Under a stream that never ends it returns after a minute, asking the loop
+   * to come straight back, so the hourly housekeeping still gets its turn.
    */
   async drainAll(): Promise<number> {
     await this.seedLeases();
     let total = 0;
     const started = Date.now();
-    for (;;) {
+    while (!this.stopping) {
       if (Date.now() - started > 60_000) {
         this.woken = true;
         return total;
       }
-      let more = false;
-      for (const partition of await this.pendingPartitions()) {
-        if (this.stopping) return total;
-        if (!(await this.lease(partition))) continue;
-        const turn = { released: false };
-        try {
-          const r = await this.drainPartition(partition, turn);
-          total += r.done;
-          more ||= r.more;
-        } finally {
-          // the batch that drained the partition gave the lease up in its own transaction
-          if (!turn.released) await this.deps.db.receiptLease.updateMany({ where: { partition, owner: this.processorId }, data: { owner: null, leasedUntil: null } });
-        }
+      const partitions = await this.lease();
+      if (partitions.length === 0) return total;
+      const turn = { released: false };
+      try {
+        total += await this.drainLeased(partitions, turn);
+      } finally {
+        // the batch that drained the partitions gave the leases up in its own transaction
+        if (!turn.released) await this.deps.db.receiptLease.updateMany({ where: { partition: { in: partitions }, owner: this.processorId }, data: { owner: null, leasedUntil: null } });
       }
-      if (!more) return total;
     }
+    return total;
   }
 
   private async seedLeases(): Promise<void> {
@@ -178,43 +185,35 @@ export class ReceiptProcessor {
     this.seeded = true;
   }
 
-  /** Partitions with pending receipts: one index probe each. */
-  private async pendingPartitions(): Promise<number[]> {
-    const rows = await this.pendingPartitionsStatement.run([]);
-    return rows.map((r) => Number(r.p));
-  }
-
-  private async lease(partition: number): Promise<boolean> {
+  /** Leases the partitions of the oldest pending receipts that no one else holds. */
+  private async lease(): Promise<number[]> {
     const now = this.now();
     const until = new Date(now.getTime() + (this.deps.leaseMs ?? 15_000));
-    const rows = await this.leaseStatement.run([this.processorId, rawTimestamp(this.deps.provider, until), partition, rawTimestamp(this.deps.provider, now)]);
-    return rows.length === 1;
+    const n = this.deps.partitionsPerTurn ?? PARTITIONS / 2;
+    const rows = await this.leaseStatement.run([this.processorId, rawTimestamp(this.deps.provider, until), rawTimestamp(this.deps.provider, now), n]);
+    return rows.map((r) => Number(r.partition)).sort((a, b) => a - b);
   }
 
   /**
-   * One turn on a partition. A batch is read once and worked through unit by unit (a compliance
-   * receipt is a unit of its own); `more` says the turn ended with receipts left.
+   * One turn on the leased partitions. A batch (across them, in arrival order) is read once and
+   * worked through unit by unit (a compliance receipt is a unit of its own).
    */
-  private async drainPartition(partition: number, turn: { released: boolean }): Promise<{ done: number; more: boolean }> {
+  private async drainLeased(partitions: number[], turn: { released: boolean }): Promise<number> {
     let done = 0;
     const started = Date.now();
     const batchSize = this.deps.batchSize ?? 200;
     let queue: PendingReceipt[] = [];
     // a short batch is all there is: receipts stored meanwhile come with a wake-up of their own
     let last = false;
-    let drained = false;
-    // a turn of a few seconds (at least one unit), so other partitions of this process get theirs
+    // a turn of a few seconds (at least one unit), so other processes get the partitions in turn
     for (let first = true; !this.stopping && (first || Date.now() - started < (this.deps.turnMs ?? 5_000)); first = false) {
       if (queue.length === 0) {
-        if (!last) queue = await this.deps.receipts.pending(partition, batchSize);
-        if (queue.length === 0) {
-          drained = true;
-          break;
-        }
+        if (!last) queue = await this.deps.receipts.pending(partitions, batchSize);
+        if (queue.length === 0) break;
         last = queue.length < batchSize;
       }
       const compliance = GDPR_TOPICS.has(queue[0]!.topic);
-      const n = await this.processSafely(partition, queue, last ? turn : undefined);
+      const n = await this.processSafely(partitions, queue, last ? turn : undefined);
       done += n;
       if (compliance) {
         // a redaction erases receipts after it: the rest is read again
@@ -222,8 +221,7 @@ export class ReceiptProcessor {
         last = false;
       } else queue = queue.slice(n);
     }
-    if (last && queue.length === 0) drained = true;
-    return { done, more: !this.stopping && !drained };
+    return done;
   }
 
   /**
@@ -232,25 +230,25 @@ export class ReceiptProcessor {
    * error is recorded as rejected, with that error, and its body erased. A database that is
    * away fails every try, including the recording, and the rest waits for the next pass.
    */
-  private async processSafely(partition: number, pending: PendingReceipt[], turn?: { released: boolean }): Promise<number> {
+  private async processSafely(partitions: number[], pending: PendingReceipt[], turn?: { released: boolean }): Promise<number> {
     try {
-      return await this.processUnit(partition, pending, turn);
+      return await this.processUnit(partitions, pending, turn);
     } catch (err) {
       if (err instanceof LeaseLost || pending.length === 1) throw err;
     }
     const end = unitEnd(pending);
     for (let i = 0; i < end; i++) {
       if (this.stopping) return i;
-      await this.processAlone(partition, pending[i]!);
+      await this.processAlone(partitions, pending[i]!);
     }
     return end;
   }
 
-  private async processAlone(partition: number, receipt: PendingReceipt): Promise<void> {
+  private async processAlone(partitions: number[], receipt: PendingReceipt): Promise<void> {
     let error: string | null = null;
     for (let tries = 0; tries < 2; tries++) {
       try {
-        await this.processUnit(partition, [receipt]);
+        await this.processUnit(partitions, [receipt]);
         return;
       } catch (err) {
         if (err instanceof LeaseLost) throw err;
@@ -269,7 +267,7 @@ export class ReceiptProcessor {
    * Processes the first unit of the pending receipts: a compliance receipt alone (it changes
    * what the receipts after it may see), or the run of ordinary receipts up to the next one.
    */
-  private async processUnit(partition: number, pending: PendingReceipt[], turn?: { released: boolean }): Promise<number> {
+  private async processUnit(partitions: number[], pending: PendingReceipt[], turn?: { released: boolean }): Promise<number> {
     // only the unit is parsed: the receipts after it wait for units of their own
     const unit = pending.slice(0, unitEnd(pending)).map(parse);
     const gdpr = GDPR_TOPICS.has(pending[0]!.topic) ? unit[0]!.receipt : undefined;
@@ -300,13 +298,13 @@ export class ReceiptProcessor {
     const now = this.now();
     // the last batch of a turn (all of the pending receipts) gives the lease up as it commits
     const release = turn !== undefined && unit.length === pending.length;
-    await this.deps.db.$transaction(async (tx) => {
+    await driverTransaction(this.deps.db, async (tx) => {
       const until = release ? null : this.sql.ts(new Date(now.getTime() + (this.deps.leaseMs ?? 15_000)));
       const owner = release ? null : this.processorId;
       const renewed = await tx.$executeRaw(Prisma.sql`
         UPDATE "ReceiptLease" SET "owner" = ${owner}, "leasedUntil" = ${until}
-        WHERE "partition" = ${this.sql.int(partition)} AND "owner" = ${this.processorId}`);
-      if (renewed !== 1) throw new LeaseLost(`lost the lease on receipt partition ${partition}`);
+        WHERE "partition" IN (${Prisma.join(partitions.map((p) => this.sql.int(p)))}) AND "owner" = ${this.processorId}`);
+      if (renewed !== partitions.length) throw new LeaseLost(`lost the lease on receipt partitions ${partitions.join(', ')}`);
       // storefront first: a shopper's adds come before their order, and the order's write
       // cancels the storefront abandonments of its email, those of this batch included
       if (pixelPlan) {
@@ -319,7 +317,7 @@ export class ReceiptProcessor {
       }
       const marked = await this.deps.receipts.markProcessed(tx, outcomes, now);
       // fewer than given: another processor did them meanwhile; give this batch up, nothing written
-      if (marked !== outcomes.length) throw new LeaseLost(`receipts of partition ${partition} were processed elsewhere`);
+      if (marked !== outcomes.length) throw new LeaseLost(`receipts of partitions ${partitions.join(', ')} were processed elsewhere`);
     });
     if (release) turn.released = true;
     this.count(outcomes);

@@ -4,7 +4,8 @@
 // window, then deleted.
 import { Prisma, type WebhookReceipt } from '@prisma/client';
 import { rawOf, type Db, type DbProvider } from '../db/client';
-import { prepare, rawDate, rawTimestamp, runSqlite, type RawStatement, type StatementBuilder } from '../db/raw';
+import { prepare, rawDate, rawTimestamp, runSqlite } from '../db/raw';
+import type { SqlTx } from '../db/transaction';
 import { Sql } from '../outbox/sql';
 
 /** Receipts are spread over this many partitions by shop; one processor works a partition at a time. */
@@ -52,24 +53,28 @@ const PG_INSERT = `${INSERT_HEAD}
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamp[], $8::timestamp[], $9::int[])
   ${INSERT_TAIL}`;
 
-// Parameters: 1 partition, 2 limit. Served by the (partition, processedAt, id) index.
-const PENDING: StatementBuilder = (p) => `
-  SELECT "id", "webhookId", "shopDomain", "topic", "kind", "body", "apiVersion", "triggeredAt", "receivedAt"
-  FROM "WebhookReceipt" WHERE "partition" = ${p(1, 'integer')} AND "processedAt" IS NULL
-  ORDER BY "id" LIMIT ${p(2, 'integer')}`;
+const PENDING_COLUMNS = `"id", "webhookId", "shopDomain", "topic", "kind", "body", "apiVersion", "triggeredAt", "receivedAt"`;
+// PostgreSQL, parameters: 1 partitions, 2 limit. Each partition's oldest through the
+// (partition, processedAt, id) index, then the oldest of those: a deep backlog is never sorted.
+const PG_PENDING = `
+  SELECT "r".* FROM unnest($1::int[]) AS "t" ("p"), LATERAL (
+    SELECT ${PENDING_COLUMNS} FROM "WebhookReceipt" WHERE "partition" = "t"."p" AND "processedAt" IS NULL ORDER BY "id" LIMIT $2
+  ) AS "r" ORDER BY "r"."id" LIMIT $2`;
+// SQLite has no LATERAL: the same as a UNION ALL, one text per number of partitions.
+const sqlitePending = (partitions: number) => `
+  SELECT * FROM (${Array.from({ length: partitions }, () => `SELECT * FROM (SELECT ${PENDING_COLUMNS} FROM "WebhookReceipt" WHERE "partition" = CAST(? AS INTEGER) AND "processedAt" IS NULL ORDER BY "id" LIMIT CAST(? AS INTEGER))`).join(' UNION ALL ')})
+  ORDER BY "id" LIMIT CAST(? AS INTEGER)`;
 
 type PendingRow = Omit<PendingReceipt, 'triggeredAt' | 'receivedAt'> & { triggeredAt: unknown; receivedAt: unknown };
 
 export class ReceiptStore {
   private readonly sql: Sql;
-  private readonly pendingStatement: RawStatement<PendingRow>;
 
   constructor(
     private readonly db: Db,
     readonly provider: DbProvider,
   ) {
     this.sql = new Sql(db, provider);
-    this.pendingStatement = prepare(rawOf(db), 'receipts_pending', PENDING);
   }
 
   /**
@@ -94,9 +99,16 @@ export class ReceiptStore {
     return new Set(inserted.map((r) => r.webhookId));
   }
 
-  /** Stage 2: the oldest pending receipts of a partition, in arrival order (a prepared statement). */
-  async pending(partition: number, limit: number): Promise<PendingReceipt[]> {
-    const rows = await this.pendingStatement.run([partition, limit]);
+  /** Stage 2: the oldest pending receipts of some partitions, in arrival order (one prepared statement). */
+  async pending(partitions: number[], limit: number): Promise<PendingReceipt[]> {
+    if (partitions.length === 0) return [];
+    const raw = rawOf(this.db);
+    const rows =
+      raw.provider === 'sqlite'
+        ? await raw.exclusive((conn) =>
+            runSqlite<PendingRow>(conn, `receipts_pending_${partitions.length}`, sqlitePending(partitions.length), [...partitions.flatMap((p) => [p, limit]), limit]),
+          )
+        : await prepare<PendingRow>(raw, 'receipts_pending', () => PG_PENDING).run([partitions, limit]);
     return rows.map((r) => ({
       id: Number(r.id), webhookId: r.webhookId, shopDomain: r.shopDomain, topic: r.topic, kind: r.kind, body: r.body, apiVersion: r.apiVersion,
       triggeredAt: rawDate(r.triggeredAt), receivedAt: rawDate(r.receivedAt)!,
@@ -107,7 +119,7 @@ export class ReceiptStore {
    * Marks receipts processed and erases their raw bodies, in the caller's transaction. Returns
    * how many were still pending: fewer than given means another processor got there first.
    */
-  async markProcessed(tx: Prisma.TransactionClient, outcomes: ReceiptOutcome[], at: Date): Promise<number> {
+  async markProcessed(tx: SqlTx, outcomes: ReceiptOutcome[], at: Date): Promise<number> {
     if (outcomes.length === 0) return 0;
     const text = (v: string | null) => Prisma.sql`CAST(${v} AS TEXT)`;
     const values = outcomes.map(

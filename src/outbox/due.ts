@@ -9,9 +9,11 @@
 import { Prisma } from '@prisma/client';
 import { rawOf, type Db, type DbProvider } from '../db/client';
 import { prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
+import type { SqlTx } from '../db/transaction';
 import { Sql } from './sql';
 
-type Client = Db | Prisma.TransactionClient;
+// the app's client, a Prisma transaction or a driver transaction (db/transaction.ts): all fit
+type Client = Pick<SqlTx, '$executeRaw'>;
 
 export interface DueEntry {
   shopId: string;

@@ -195,8 +195,8 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
     return {
       outcomes,
       due,
-      async write(tx) {
-        await store.write(tx, plan);
+      async write(tx, at) {
+        await store.write(tx, plan, at);
         for (const [outcome, n] of counts) deps.metrics.pixelEvents.inc({ outcome }, n);
       },
     };

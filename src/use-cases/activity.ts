@@ -108,7 +108,7 @@ export function createActivity(deps: ActivityDeps) {
       const sourceId = `test:${at.getTime().toString(36)}:${Math.random().toString(36).slice(2, 8)}`;
       const msg = buildTestEvent({ shopDomain: shop.domain, email, sourceId, now: at });
       const status = connection.status === 'connected' ? ('queued' as const) : ('held' as const);
-      await db.$transaction((tx) => insertNew(tx, [msg], { shopId: shop.id, status, heldReason: status === 'held' ? 'invalid_key' : null }));
+      await db.$transaction((tx) => insertNew(tx, deps.provider, [msg], { shopId: shop.id, status, heldReason: status === 'held' ? 'invalid_key' : null }, at));
       const row = await db.outboxMessage.findUniqueOrThrow({ where: { shopId_sourceId: { shopId: shop.id, sourceId } }, select: { id: true } });
       deps.onEnqueued?.(shop.id);
       return String(row.id);

@@ -1,5 +1,8 @@
 // Writes mapped messages into the outbox inside the caller's transaction.
 import type { Prisma } from '@prisma/client';
+import { insertRows } from '../db/batch-sql';
+import type { DbProvider } from '../db/client';
+import type { SqlTx } from '../db/transaction';
 import type { NewMessage } from '../mapping';
 
 type Tx = Prisma.TransactionClient;
@@ -36,8 +39,13 @@ export function toRow(m: NewMessage, o: StoreOptions): Prisma.OutboxMessageCreat
   };
 }
 
+/** Outbox rows in one raw multi-row INSERT a few hundred at a time (see db/batch-sql.ts), stamped `now`. */
+export function insertMessages(tx: Pick<SqlTx, '$executeRaw'>, provider: DbProvider, rows: Prisma.OutboxMessageCreateManyInput[], now: Date): Promise<number> {
+  return insertRows(tx, provider, 'OutboxMessage', rows.map((r) => ({ ...r, createdAt: now, updatedAt: now })));
+}
+
 /** Inserts the messages whose sourceId the shop has not seen; returns how many were new. */
-export async function insertNew(tx: Tx, messages: NewMessage[], o: StoreOptions): Promise<number> {
+export async function insertNew(tx: Tx, provider: DbProvider, messages: NewMessage[], o: StoreOptions, now = new Date()): Promise<number> {
   if (messages.length === 0) return 0;
   const existing = await tx.outboxMessage.findMany({
     where: { shopId: o.shopId, sourceId: { in: messages.map((m) => m.sourceId) } },
@@ -45,6 +53,6 @@ export async function insertNew(tx: Tx, messages: NewMessage[], o: StoreOptions)
   });
   const seen = new Set(existing.map((e) => e.sourceId));
   const fresh = messages.filter((m) => !seen.has(m.sourceId) && (seen.add(m.sourceId), true));
-  if (fresh.length) await tx.outboxMessage.createMany({ data: fresh.map((m) => toRow(m, o)) });
+  if (fresh.length) await insertMessages(tx, provider, fresh.map((m) => toRow(m, o)), now);
   return fresh.length;
 }

@@ -3,7 +3,8 @@
 // transaction per batch. What each stage guarantees, on the real database.
 import { randomUUID } from 'node:crypto';
 import { createIntake } from '../../src/intake/intake';
-import type { NewReceipt } from '../../src/intake/receipt-store';
+import { ReceiptProcessor, type ProcessorDeps } from '../../src/intake/processor';
+import { PARTITIONS, partitionOf, type NewReceipt } from '../../src/intake/receipt-store';
 import { sampleCheckout, sampleOrder } from '../../src/sandbox/samples';
 import { TestClock } from '../helpers/clock';
 import { testProvider } from '../helpers/db';
@@ -200,5 +201,62 @@ describe(`stage 2: a backlog longer than one turn (${testProvider})`, () => {
     // the redacted customer's later order was erased, every other one queued once
     expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'turns-20' } })).toMatchObject({ outcome: 'erased', body: null });
     expect(await s.app.db.outboxMessage.count({ where: { shopId: ws.shopId, eventName: 'order_placed' } })).toBe(29);
+  });
+});
+
+describe(`stage 2: a batch spans the partitions a process leased (${testProvider})`, () => {
+  let s: Stack;
+  beforeAll(async () => {
+    s = await startStack({ env: { ROLE: 'web' } });
+  });
+  afterAll(() => s.close());
+
+  /** One orders/create for each of `n` shops, stored in that order; the partitions in order of their first receipt. */
+  async function oneReceiptPerShop(tag: string, n: number): Promise<number[]> {
+    const firstSeen: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const shopDomain = `${tag}-${i}.myshopify.com`;
+      await s.app.receipts.insert([{ ...receipt(`${tag}-${i}`), shopDomain }]);
+      if (!firstSeen.includes(partitionOf(shopDomain))) firstSeen.push(partitionOf(shopDomain));
+    }
+    expect(firstSeen).toHaveLength(PARTITIONS);
+    return firstSeen;
+  }
+
+  it('receipts of many shops are processed a half of the partitions per batch, oldest pending first', async () => {
+    const firstSeen = await oneReceiptPerShop('spread', 64);
+    const reads = jest.spyOn(s.app.receipts, 'pending');
+    try {
+      expect(await s.app.processor.drainAll()).toBe(64);
+      // one read per batch: two batches, not one per partition (sixteen)
+      expect(reads.mock.calls.map(([partitions]) => partitions)).toEqual([
+        [...firstSeen.slice(0, PARTITIONS / 2)].sort((a, b) => a - b),
+        [...firstSeen.slice(PARTITIONS / 2)].sort((a, b) => a - b),
+      ]);
+    } finally {
+      reads.mockRestore();
+    }
+    expect((await s.app.receipts.lag(new Date())).pending).toBe(0);
+  });
+
+  it('two processors at once lease disjoint partitions, and each receipt is processed once', async () => {
+    await oneReceiptPerShop('pair', 64);
+    const deps = (s.app.processor as unknown as { deps: ProcessorDeps }).deps;
+    const second = new ReceiptProcessor({ ...deps, processorId: 'second-processor' });
+    const readsOf = new Map<number, number>();
+    const reads = jest.spyOn(s.app.receipts, 'pending');
+    try {
+      const [a, b] = await Promise.all([s.app.processor.drainAll(), second.drainAll()]);
+      expect(a + b).toBe(64);
+      for (const [partitions] of reads.mock.calls) for (const p of partitions) readsOf.set(p, (readsOf.get(p) ?? 0) + 1);
+    } finally {
+      reads.mockRestore();
+    }
+    const marked = await s.app.db.webhookReceipt.findMany({ where: { webhookId: { startsWith: 'pair-' } }, select: { processedAt: true } });
+    expect(marked).toHaveLength(64);
+    expect(marked.every((r) => r.processedAt !== null)).toBe(true);
+    // every partition was read by one lease holder, once: the two shared them out
+    expect([...readsOf.keys()].sort((x, y) => x - y)).toEqual(Array.from({ length: PARTITIONS }, (_, p) => p));
+    expect([...readsOf.values()]).toEqual(Array(PARTITIONS).fill(1));
   });
 });
