@@ -6,7 +6,7 @@
 // messages all lie in the future costs nothing.
 import { randomUUID } from 'node:crypto';
 import { rawOf, type Db } from '../db/client';
-import { prepare, rawDate, type RawStatement, type StatementBuilder } from '../db/raw';
+import { prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
@@ -82,6 +82,11 @@ const CONTEXT: StatementBuilder = (p) => `
   LEFT JOIN "WorkspacePacer" AS "w" ON "w"."workspaceId" = "c"."workspaceId"
   WHERE "s"."id" = ${p(1)}`;
 
+// A success clears the connection's last error. Parameters: 1 at, 2 shop.
+const DELIVERED: StatementBuilder = (p) => `
+  UPDATE "Connection" SET "lastDeliveredAt" = ${p(1, 'timestamp')}, "lastError" = NULL, "lastErrorAt" = NULL, "updatedAt" = ${p(1, 'timestamp')}
+  WHERE "shopId" = ${p(2)}`;
+
 type LaneEnd = { notBefore?: Date };
 
 /**
@@ -111,6 +116,7 @@ export class DeliveryWorker {
   private lastReconcile = 0;
   private readonly keyCache = new Map<string, { enc: string; key: string }>();
   private readonly contextStatement: RawStatement<ContextRow>;
+  private readonly deliveredStatement: RawStatement<never>;
   /** Whether the last pass filled every free lane (more shops may be due than lanes). */
   private saturated = false;
   /** When the sleeping loop means to look again (epoch ms). */
@@ -123,6 +129,7 @@ export class DeliveryWorker {
     this.now = deps.now ?? (() => new Date());
     this.lastReconcile = Date.now();
     this.contextStatement = prepare<ContextRow>(rawOf(deps.db), 'worker_context', CONTEXT);
+    this.deliveredStatement = prepare<never>(rawOf(deps.db), 'worker_delivered', DELIVERED);
   }
 
   private get maxLanes(): number {
@@ -359,8 +366,8 @@ export class DeliveryWorker {
     const prev = this.lastDelivered.get(shopId) ?? 0;
     if (at.getTime() - prev < 1000) return;
     this.lastDelivered.set(shopId, at.getTime());
-    this.deps.db.connection
-      .updateMany({ where: { shopId }, data: { lastDeliveredAt: at, lastError: null, lastErrorAt: null } })
+    this.deliveredStatement
+      .run([rawTimestamp(rawOf(this.deps.db).provider, at), shopId])
       .catch((err: unknown) => this.deps.logger.warn({ shopId, err: (err as Error).message }, 'could not record the last delivery time'));
   }
 

@@ -140,6 +140,12 @@ describe(`failures and the clock (${testProvider})`, () => {
     expect(new Set(ids).size).toBe(30);
     expect(outcomes.find((o) => o.outcome === 'retryable')!._count._all).toBeGreaterThanOrEqual(90);
     expect(outcomes.find((o) => o.outcome === 'rate_limited')?._count._all).toBeGreaterThan(0);
+    // the connection status the page shows: the outage's last error, then cleared by the deliveries after it
+    const connection = () => s.app.db.connection.findFirstOrThrow({ where: { shop: { domain: 'outage.myshopify.com' } } });
+    await s.until(async () => (await connection()).lastError === null, 5_000, 'the last error cleared by a delivery');
+    const c = await connection();
+    expect(c.lastErrorAt).toBeNull();
+    expect(c.lastDeliveredAt!.getTime()).toBeGreaterThanOrEqual(Date.now() - 60_000);
   }, 60_000);
 
   it('a 403 pauses the workspace, and delivery resumes after the pause', async () => {
