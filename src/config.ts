@@ -57,6 +57,8 @@ const schema = z.object({
   // deprecated alias of ROLE=web (false) / ROLE=all (true)
   WORKER_ENABLED: z.enum(['true', 'false']).optional(),
   ROLE: z.enum(['all', 'web', 'worker']).optional(),
+  // PostgreSQL connections per process: intake, stage 2 and every delivery lane share them
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
   WORKER_LANES: z.coerce.number().int().min(1).max(1000).default(32),
   WORKER_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(32),
   MAX_SENDS_PER_MESSAGE: z.coerce.number().int().min(1).max(100).default(8),
@@ -82,6 +84,8 @@ export interface Config {
   sandbox: boolean;
   port: number;
   databaseUrl: string;
+  /** PostgreSQL connections per process (DATABASE_POOL_SIZE). */
+  databasePoolSize: number;
   dbProvider: 'sqlite' | 'postgres';
   shopify: {
     apiKey: string;
@@ -140,6 +144,7 @@ export function loadConfig(env: Env = process.env): Config {
     sandbox: !production,
     port: e.PORT,
     databaseUrl: e.DATABASE_URL,
+    databasePoolSize: e.DATABASE_POOL_SIZE,
     dbProvider: /^postgres(ql)?:\/\//.test(e.DATABASE_URL) ? 'postgres' : 'sqlite',
     shopify: {
       apiKey: e.SHOPIFY_API_KEY,

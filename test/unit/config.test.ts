@@ -73,7 +73,9 @@ describe('loadConfig', () => {
   });
 
   it('reads the delivery, checkout and retention settings, with their defaults', () => {
-    expect(loadConfig({})).toMatchObject({ worker: { lanes: 32, maxSendsPerMessage: 8 }, checkouts: { graceMinutes: 10, maxAgeDays: 7 }, receiptRetentionDays: 7 });
+    expect(loadConfig({})).toMatchObject({ databasePoolSize: 10, worker: { lanes: 32, maxSendsPerMessage: 8 }, checkouts: { graceMinutes: 10, maxAgeDays: 7 }, receiptRetentionDays: 7 });
+    expect(loadConfig({ DATABASE_POOL_SIZE: '24' }).databasePoolSize).toBe(24);
+    expect(() => loadConfig({ DATABASE_POOL_SIZE: '0' })).toThrow(/^DATABASE_POOL_SIZE is invalid/);
     const c = loadConfig({ WORKER_LANES: '200', MAX_SENDS_PER_MESSAGE: '3', CHECKOUT_GRACE_MINUTES: '0', CHECKOUT_MAX_AGE_DAYS: '30', RECEIPT_RETENTION_DAYS: '14' });
     expect(c).toMatchObject({ worker: { lanes: 200, maxSendsPerMessage: 3 }, checkouts: { graceMinutes: 0, maxAgeDays: 30 }, receiptRetentionDays: 14 });
     expect(() => loadConfig({ WORKER_LANES: '0' })).toThrow(/^WORKER_LANES is invalid/);
