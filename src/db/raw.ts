@@ -7,9 +7,15 @@ import pg from 'pg';
 import type { DbProvider, RawDb } from './client';
 
 export interface RawStatement<R> {
-  /** Runs the statement; rows for a query (or a RETURNING clause), [] otherwise. */
-  run(params: unknown[]): Promise<R[]>;
+  /**
+   * Runs the statement; rows for a query (or a RETURNING clause), [] otherwise. Parameters given
+   * as a function are computed once the statement has its connection (the SQLite lock, a
+   * PostgreSQL pool client), so a time among them leaves out the wait for it.
+   */
+  run(params: unknown[] | (() => unknown[])): Promise<R[]>;
 }
+
+const paramsOf = (params: unknown[] | (() => unknown[])) => (typeof params === 'function' ? params() : params);
 
 /**
  * Builds a statement's SQL for a provider. `p(n, pgType?)` is parameter n (1-based) of run()'s
@@ -90,12 +96,46 @@ export function execCompiled<R>(conn: BetterSqlite3.Database, name: string, st: 
 export function prepare<R>(raw: RawDb, name: string, build: StatementBuilder, opts: { replan?: boolean } = {}): RawStatement<R> {
   if (raw.provider === 'sqlite') {
     const st = compileSqlite(build);
-    return { run: (params) => raw.exclusive((conn) => execCompiled<R>(conn, name, st, params).rows) };
+    return { run: (params) => raw.exclusive((conn) => execCompiled<R>(conn, name, st, paramsOf(params)).rows) };
   }
   const text = build((n, type) => (type ? `$${n}::${type}` : `$${n}`), 'postgres');
+  const query = (values: unknown[]) => ({ ...(opts.replan ? {} : { name }), text, values, types: PG_TYPES });
   return {
-    run: async (params) => (await raw.pool.query<R & pg.QueryResultRow>({ ...(opts.replan ? {} : { name }), text, values: params, types: PG_TYPES })).rows,
+    run: async (params) => {
+      if (typeof params !== 'function') return (await raw.pool.query<R & pg.QueryResultRow>(query(params))).rows;
+      // pool.query, but with the parameters computed once a connection is ours
+      return withPoolClient(raw.pool, async (client) => (await client.query<R & pg.QueryResultRow>(query(params()))).rows);
+    },
   };
+}
+
+/**
+ * Runs `fn` on a client of the pool, as pool.query does: an error the connection reports while
+ * it is ours (a backend that died, a restart) is caught, where unhandled it would be an uncaught
+ * exception; a client whose connection failed, or that `fn` discards, is not handed out again.
+ */
+export async function withPoolClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, discard: (err: Error) => void) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error) => (broken ??= err);
+  client.on('error', onError);
+  try {
+    return await fn(client, onError);
+  } catch (err) {
+    broken ??= isConnectionError(err) ? (err as Error) : undefined;
+    throw err;
+  } finally {
+    // a discarded client keeps the listener: pg may still report the dead socket while closing it
+    if (!broken) client.removeListener('error', onError);
+    client.release(broken);
+  }
+}
+
+/** An error that leaves the connection unusable (as opposed to a statement the database refused). */
+export function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  // SQLSTATE class 08 (connection exception), 57P (operator intervention: shutdown), or none (a socket error)
+  return code === undefined || code.startsWith('08') || code.startsWith('57P');
 }
 
 /** A timestamp parameter as each provider stores it: epoch ms on SQLite, UTC wall time on PostgreSQL (as Prisma writes it). */

@@ -8,7 +8,7 @@ import type { Prisma } from '@prisma/client';
 import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
 import { rawOf, type Db } from './client';
-import { execSqlite, PG_TYPES, rawTimestamp } from './raw';
+import { execSqlite, PG_TYPES, rawTimestamp, withPoolClient } from './raw';
 
 /** What the writes of a batch need of a transaction: Prisma's TransactionClient also fits. */
 export interface SqlTx {
@@ -46,7 +46,8 @@ function pgTx(client: pg.PoolClient): SqlTx {
 
 /**
  * Runs `fn` in a transaction on the driver: committed when it resolves, rolled back when it
- * throws (the error is rethrown). A connection whose COMMIT or ROLLBACK failed is discarded.
+ * throws (the error is rethrown). A connection that failed, or whose ROLLBACK failed, is
+ * discarded (raw.ts withPoolClient).
  */
 export async function driverTransaction<T>(db: Db, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
   const raw = rawOf(db);
@@ -63,36 +64,16 @@ export async function driverTransaction<T>(db: Db, fn: (tx: SqlTx) => Promise<T>
       }
     });
   }
-  const client = await raw.pool.connect();
-  let broken: Error | undefined;
-  // While checked out, a pg client has no 'error' listener (pg-pool removes its own): a backend
-  // that dies while we await between statements (a restart) would be an uncaught exception and
-  // take the process down. Note it instead; the next statement fails, and the client is dropped.
-  const onError = (err: Error) => (broken ??= err);
-  client.on('error', onError);
-  try {
+  return withPoolClient(raw.pool, async (client, discard) => {
     await client.query('BEGIN');
     try {
       const result = await fn(pgTx(client));
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch((e: unknown) => (broken = e as Error));
+      // a ROLLBACK that fails means a broken connection: not handed out again
+      await client.query('ROLLBACK').catch((e: unknown) => discard(e as Error));
       throw err;
     }
-  } catch (err) {
-    broken ??= isConnectionError(err) ? (err as Error) : undefined;
-    throw err;
-  } finally {
-    // a discarded client keeps the listener: pg may still report the dead socket while closing it
-    if (!broken) client.removeListener('error', onError);
-    client.release(broken);
-  }
-}
-
-/** An error that leaves the connection unusable (as opposed to a statement the database refused). */
-function isConnectionError(err: unknown): boolean {
-  const code = (err as { code?: string }).code;
-  // SQLSTATE class 08 (connection exception), 57P (operator intervention: shutdown), or none (a socket error)
-  return code === undefined || code.startsWith('08') || code.startsWith('57P');
+  });
 }
