@@ -34,6 +34,14 @@ export async function eventLoopLag(appUrl: string): Promise<{ p99: number; max: 
   return { p99: read('nodejs_eventloop_lag_p99_seconds'), max: read('nodejs_eventloop_lag_max_seconds') };
 }
 
+/** The app's connector_pacer_events_total by event (sent, late, slowed, rate_limited). */
+export async function pacerEvents(appUrl: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${appUrl}/metrics`)).text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^connector_pacer_events_total\{event="(\w+)"\} ([0-9.eE+-]+)$/gm)) out[m[1]!] = Number(m[2]);
+  return out;
+}
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
 /** `--db sqlite|postgres|both` (default both); PostgreSQL is left out, with a note, when unreachable. */

@@ -7,7 +7,7 @@
 // process of its own, so its clock is not delayed by this one.
 import { randomUUID } from 'node:crypto';
 import {
-  createBenchDatabase, eventLoopLag, fmt, heading, maxInWindow, postOrder, providersFromArgs, runMain, seedShops, sleep, startApp, startEmulator, table, withPrisma,
+  createBenchDatabase, eventLoopLag, fmt, heading, maxInWindow, pacerEvents, postOrder, providersFromArgs, runMain, seedShops, sleep, startApp, startEmulator, table, withPrisma,
   type BenchDatabase, type EmulatorRequest, type Provider, type RemoteEmulator,
 } from './lib';
 
@@ -71,6 +71,8 @@ interface Outcome {
   lag: { p99: number; max: number };
   /** The emulator's own event-loop delay during the drain (its clock decides 429s). */
   emulatorLag: { p99: number; max: number };
+  /** The pacer's own account (connector_pacer_events_total): slots used, given up late, slow-downs. */
+  pacer: Record<string, number>;
 }
 
 async function scenario(provider: Provider, emulator: RemoteEmulator, shops: number, perShop: number): Promise<Outcome> {
@@ -99,6 +101,7 @@ async function scenario(provider: Provider, emulator: RemoteEmulator, shops: num
     let cpu = NaN;
     let lag = { p99: NaN, max: NaN };
     let emulatorLag = { p99: NaN, max: NaN };
+    let pacer: Record<string, number> = {};
     try {
       await eventLoopLag(app.url); // resets the histogram: what follows is the drain's
       await emulator.loopLag();
@@ -114,16 +117,20 @@ async function scenario(provider: Provider, emulator: RemoteEmulator, shops: num
       cpu = (app.cpuSeconds() - cpu0) / ((Date.now() - t0) / 1000);
       lag = await eventLoopLag(app.url);
       emulatorLag = await emulator.loopLag();
+      pacer = await pacerEvents(app.url);
     } finally {
       await app.stop();
     }
     const sends = (await emulator.requests(lanes.map((l) => l.workspaceId))).filter((r) => r.path.includes('/webhook/send'));
     for (const l of lanes) l.sends = sends.filter((r) => r.workspaceId === l.workspaceId);
-    return { lanes: lanes.map(laneStats), cpu, lag, emulatorLag };
+    return { lanes: lanes.map(laneStats), cpu, lag, emulatorLag, pacer };
   } finally {
     await db.drop();
   }
 }
+
+/** Turns sent / moved after a late answer or write / given up late / slowed for others' usage, as the app's pacer counted them. */
+const pacerCell = (o: Outcome) => `${o.pacer.sent ?? 0} / ${o.pacer.moved ?? 0} / ${o.pacer.late ?? 0} / ${o.pacer.slowed ?? 0}`;
 
 export async function runPacing(): Promise<void> {
   const providers = await providersFromArgs();
@@ -138,7 +145,7 @@ export async function runPacing(): Promise<void> {
     try {
       const single = await scenario(provider, emulator, 1, 600);
       const a = single.lanes[0]!;
-      one.push([provider, a.delivered, fmt(a.rate, 2), fmt(a.rate / LIMIT, 3), a.r429, `${a.maxWindow} (limit ${LIMIT})`, fmt((a.last - a.first) / 1000, 1), `${fmt(single.cpu * 100, 0)}%`, `${fmt(single.lag.p99, 0)} / ${fmt(single.lag.max, 0)}`, `${fmt(single.emulatorLag.p99, 0)} / ${fmt(single.emulatorLag.max, 0)}`]);
+      one.push([provider, a.delivered, fmt(a.rate, 2), fmt(a.rate / LIMIT, 3), a.r429, `${a.maxWindow} (limit ${LIMIT})`, fmt((a.last - a.first) / 1000, 1), `${fmt(single.cpu * 100, 0)}%`, `${fmt(single.lag.p99, 0)} / ${fmt(single.lag.max, 0)}`, `${fmt(single.emulatorLag.p99, 0)} / ${fmt(single.emulatorLag.max, 0)}`, pacerCell(single)]);
       await emulator.reset();
       const multi = await scenario(provider, emulator, 20, 60);
       const lanes = multi.lanes;
@@ -149,16 +156,16 @@ export async function runPacing(): Promise<void> {
         provider, delivered, fmt(delivered / spanS, 1), fmt(delivered / spanS / (20 * LIMIT), 3),
         `${fmt(Math.min(...rates), 2)} / ${fmt(Math.max(...rates), 2)}`, fmt(Math.min(...rates) / Math.max(...rates), 3),
         lanes.reduce((n, l) => n + l.r429, 0), `${Math.max(...lanes.map((l) => l.maxWindow))} (limit ${LIMIT})`, fmt(spanS, 1),
-        `${fmt(multi.cpu * 100, 0)}%`, `${fmt(multi.lag.p99, 0)} / ${fmt(multi.lag.max, 0)}`, `${fmt(multi.emulatorLag.p99, 0)} / ${fmt(multi.emulatorLag.max, 0)}`,
+        `${fmt(multi.cpu * 100, 0)}%`, `${fmt(multi.lag.p99, 0)} / ${fmt(multi.lag.max, 0)}`, `${fmt(multi.emulatorLag.p99, 0)} / ${fmt(multi.emulatorLag.max, 0)}`, pacerCell(multi),
       ]);
     } finally {
       await emulator.close();
     }
   }
   console.log('One workspace, 600 queued messages (target: rate ÷ limit ≥ 0.95, no 429):\n');
-  console.log(table(['database', 'delivered', 'rate /s', 'rate ÷ limit', '429s', 'max in 1 s', 'drain s', 'app CPU', 'app loop lag p99 / max ms', 'emulator loop lag p99 / max ms'], one));
+  console.log(table(['database', 'delivered', 'rate /s', 'rate ÷ limit', '429s', 'max in 1 s', 'drain s', 'app CPU', 'app loop lag p99 / max ms', 'emulator loop lag p99 / max ms', 'pacer: sent / moved / late / slowed'], one));
   console.log('\nTwenty workspaces, 60 queued messages each, at once (fairness target ≥ 0.9):\n');
-  console.log(table(['database', 'delivered', 'aggregate /s', 'aggregate ÷ (20 × limit)', 'min / max per workspace /s', 'fairness min÷max', '429s', 'max in 1 s (any workspace)', 'drain s', 'app CPU', 'app loop lag p99 / max ms', 'emulator loop lag p99 / max ms'], many));
+  console.log(table(['database', 'delivered', 'aggregate /s', 'aggregate ÷ (20 × limit)', 'min / max per workspace /s', 'fairness min÷max', '429s', 'max in 1 s (any workspace)', 'drain s', 'app CPU', 'app loop lag p99 / max ms', 'emulator loop lag p99 / max ms', 'pacer: sent / moved / late / slowed'], many));
 }
 
 if (require.main === module) runMain(runPacing);

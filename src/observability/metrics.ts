@@ -20,6 +20,12 @@ export class Metrics {
     help: '429 responses received from the email service',
     registers: [this.registry],
   });
+  readonly pacerEvents = new Counter({
+    name: 'connector_pacer_events_total',
+    help: 'Per-workspace pacing: sent (a send slot taken), late (a slot taken but answered too late to use, given up), slowed (the next send pushed back because the service counts requests we did not make), rate_limited (a 429 backed off)',
+    labelNames: ['event'] as const,
+    registers: [this.registry],
+  });
   readonly deliveryLatency = new Histogram({
     name: 'connector_delivery_latency_seconds',
     help: 'From a message becoming due to the service accepting it',

@@ -29,6 +29,18 @@ const TAKE: StatementBuilder = (p, provider) => {
   RETURNING "nextSendUs", "limitPerSec", "pausedUntil", "takenBy"`;
 };
 
+// A take answered late is moved to the moment it is really used, when no one has taken a send
+// since: parameters 1 now (µs), 2 catch-up tolerance (µs), 3 (1000 + guard) × 1000, 4 workspace,
+// 5 the take's token. No row back: someone took the next send meanwhile, so this one is lost.
+const REANCHOR: StatementBuilder = (p, provider) => `
+  UPDATE "WorkspacePacer" SET
+    "nextSendUs" = ${provider === 'postgres' ? 'GREATEST' : 'MAX'}("nextSendUs", ${p(1, 'bigint')} - ${p(2, 'bigint')} + ((${p(3, 'bigint')} + "limitPerSec" - 1) / "limitPerSec"))
+  WHERE "workspaceId" = ${p(4)} AND "takenBy" = ${p(5)}
+  RETURNING "nextSendUs"`;
+
+/** How many times a late take is moved before it is given up. */
+const MAX_REANCHORS = 2;
+
 interface TakeRow {
   nextSendUs: number;
   limitPerSec: number;
@@ -47,16 +59,21 @@ export const DEFAULT_GUARD_MS = 40;
  */
 export const DEFAULT_TOLERANCE_MS = 10;
 
+/** What the pacer reports for /metrics (connector_pacer_events_total). */
+export type PacerEvent = 'sent' | 'late' | 'moved' | 'crowded' | 'slowed' | 'rate_limited';
+
 export interface PacerOptions {
   guardMs?: number;
   toleranceMs?: number;
   now?: () => number;
+  onEvent?: (event: PacerEvent) => void;
 }
 
-export type Take = { ok: true; limit: number } | { ok: false; retryAt: number; pausedUntil: Date | null };
+/** ok: the send was taken at `at` (epoch ms), under `token`. */
+export type Take = { ok: true; limit: number; token: string; at: number } | { ok: false; retryAt: number; pausedUntil: Date | null };
 
-/** ok: send now. busy: no send free before `until` (epoch ms). paused: the service blocks the workspace. */
-export type TakeSend = { kind: 'ok' } | { kind: 'busy'; until: number } | { kind: 'paused'; until: Date } | { kind: 'stopped' };
+/** ok: send now (the turn is spaced from `at`; pass it to sent()). busy: no send free before `until` (epoch ms). paused: the service blocks the workspace. */
+export type TakeSend = { kind: 'ok'; at: number; token: string } | { kind: 'busy'; until: number } | { kind: 'paused'; until: Date } | { kind: 'stopped' };
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -65,6 +82,7 @@ export class Pacer {
   readonly guardMs: number;
   readonly toleranceMs: number;
   private readonly now: () => number;
+  private readonly onEvent: (event: PacerEvent) => void;
   /** This process's own recent sends per workspace, to tell our usage from someone else's. */
   private readonly recent = new Map<string, number[]>();
   /** The limit this process last saw reported per workspace, to write it only when it changes. */
@@ -73,14 +91,17 @@ export class Pacer {
 
   private readonly provider: DbProvider;
   private readonly takeStatement: RawStatement<TakeRow>;
+  private readonly reanchorStatement: RawStatement<{ nextSendUs: number }>;
 
   constructor(db: Db, provider: DbProvider, opts: PacerOptions = {}) {
     this.sql = new Sql(db, provider);
     this.provider = provider;
     this.takeStatement = prepare<TakeRow>(rawOf(db), 'pacer_take', TAKE);
+    this.reanchorStatement = prepare(rawOf(db), 'pacer_reanchor', REANCHOR);
     this.guardMs = opts.guardMs ?? DEFAULT_GUARD_MS;
     this.toleranceMs = opts.toleranceMs ?? DEFAULT_TOLERANCE_MS;
     this.now = opts.now ?? Date.now;
+    this.onEvent = opts.onEvent ?? (() => undefined);
   }
 
   intervalMs(limit: number): number {
@@ -98,21 +119,22 @@ export class Pacer {
    */
   async tryTake(workspaceId: string): Promise<Take> {
     await this.ensureRow(workspaceId);
-    const nowMs = this.now();
-    const nowUs = Math.round(nowMs * 1000);
     const token = randomBytes(8).toString('hex');
     const perSendUs = (1000 + Math.round(this.guardMs)) * 1000;
-    const rows = await this.takeStatement.run([nowUs, rawTimestamp(this.provider, new Date(nowMs)), this.toleranceMs * 1000, perSendUs, token, workspaceId]);
+    // the take's time is read once the statement has its connection: a wait for the SQLite lock
+    // or a pool client does not count against the tolerance, only the answer's way back does
+    let nowMs = 0;
+    const rows = await this.takeStatement.run(() => {
+      nowMs = this.now();
+      return [Math.round(nowMs * 1000), rawTimestamp(this.provider, new Date(nowMs)), this.toleranceMs * 1000, perSendUs, token, workspaceId];
+    });
     const row = rows[0];
     if (!row) {
       // the row went with its last shop (shop/redact): create it again on the next try
       this.known.delete(workspaceId);
       return { ok: false, retryAt: nowMs + 1, pausedUntil: null };
     }
-    if (row.takenBy === token) {
-      this.noteSend(workspaceId, nowMs);
-      return { ok: true, limit: Number(row.limitPerSec) };
-    }
+    if (row.takenBy === token) return { ok: true, limit: Number(row.limitPerSec), token, at: nowMs };
     const paused = rawDate(row.pausedUntil);
     const pausedUntil = paused && paused.getTime() > nowMs ? paused : null;
     const next = Math.ceil(Number(row.nextSendUs) / 1000);
@@ -121,8 +143,9 @@ export class Pacer {
 
   /**
    * Waits for and takes the workspace's next send. A take whose answer comes back later than the
-   * tolerance (a busy event loop) is not used: the time it reserved passes unused and the caller
-   * takes again, so the request it would have fired late cannot land in a full window.
+   * tolerance (a busy event loop, a wait for a connection) is moved to the moment it is really
+   * used, if no one has taken a send since; otherwise it is given up and the caller takes again.
+   * Either way the request cannot land in a window that is already full.
    * Says 'paused' while the service blocks the workspace, 'busy' when no send is free within
    * maxWaitMs (with when one is), and 'stopped' when shouldStop() turns true while waiting.
    */
@@ -131,17 +154,60 @@ export class Pacer {
     const wait = opts.wait ?? sleep;
     for (;;) {
       if (opts.shouldStop?.()) return { kind: 'stopped' };
-      const asked = this.now();
       const t = await this.tryTake(workspaceId);
       if (t.ok) {
-        if (this.now() - asked <= this.toleranceMs) return { kind: 'ok' };
-        continue; // answered late: do not use it
+        const at = await this.onTime(workspaceId, t.token, t.at);
+        if (at !== null) {
+          this.noteSend(workspaceId, this.now());
+          this.onEvent('sent');
+          return { kind: 'ok', at, token: t.token };
+        }
+        this.onEvent('late');
+        continue;
       }
       if (t.pausedUntil) return { kind: 'paused', until: t.pausedUntil };
       if (t.retryAt > deadline) return { kind: 'busy', until: t.retryAt };
       await wait(t.retryAt - this.now());
     }
   }
+
+  /**
+   * Whether a send taken at `at` may leave now, and the time the next send is spaced from; null
+   * if not. Answered within the tolerance: yes. Answered late: the workspace's next send is
+   * moved to one interval after now, in one statement that holds only while no one has taken a
+   * send since (so none can have left after ours); a move answered late is tried again, twice at
+   * most.
+   */
+  private async onTime(workspaceId: string, token: string, at: number): Promise<number | null> {
+    let moves = 0;
+    for (; this.now() - at > this.toleranceMs; moves++) {
+      if (moves === MAX_REANCHORS) return null;
+      if (!(await this.moveNext(workspaceId, token, () => (at = this.now())))) return null;
+    }
+    if (moves > 0) this.onEvent('moved');
+    return at;
+  }
+
+  /**
+   * After the request of a take has been written to its connection at `at` (epoch ms): if that
+   * was later than the tolerance after the take (a connection had to be opened, the event loop
+   * was busy), the workspace's next send moves to one interval after `at`, so the sends after
+   * it are spaced from when it really left. Call it before this lane takes again.
+   */
+  async sent(workspaceId: string, take: { token: string; at: number }, at: number): Promise<void> {
+    if (at - take.at <= this.toleranceMs) return;
+    // no row back: someone took the next send before this one had left, the one case in which
+    // two requests may leave closer together than the interval (counted, for /metrics)
+    this.onEvent((await this.moveNext(workspaceId, take.token, () => at)) ? 'moved' : 'crowded');
+  }
+
+  /** Moves the next send to one interval after `at()` (read once the statement has its connection), while `token` holds the last take. */
+  private async moveNext(workspaceId: string, token: string, at: () => number): Promise<boolean> {
+    const perSendUs = (1000 + Math.round(this.guardMs)) * 1000;
+    const rows = await this.reanchorStatement.run(() => [Math.round(at() * 1000), this.toleranceMs * 1000, perSendUs, workspaceId, token]);
+    return rows.length > 0;
+  }
+
 
   /** For calls that are not deliveries (key checks, lists): waits for a send, at most maxWaitMs. */
   async take(workspaceId: string, maxWaitMs = 10_000): Promise<TakeSend['kind']> {
@@ -185,9 +251,10 @@ export class Pacer {
   /**
    * Learns from a response: follows x-ratelimit-limit, backs off after a 429, and slows down
    * when x-ratelimit-remaining is lower than our own sends explain (someone else is using the
-   * workspace's quota, e.g. another integration on the same team).
+   * workspace's quota, e.g. another integration on the same team). `sentAt`: when the request
+   * answered was taken (default: now).
    */
-  async observe(workspaceId: string, rate: RateInfo, rateLimited: boolean, retryAfterMs?: number): Promise<void> {
+  async observe(workspaceId: string, rate: RateInfo, rateLimited: boolean, retryAfterMs?: number, sentAt?: number): Promise<void> {
     const now = this.now();
     const db = this.sql.db;
     if (rate.limit && rate.limit > 0 && this.limits.get(workspaceId) !== rate.limit) {
@@ -196,11 +263,21 @@ export class Pacer {
     }
     let pushTo: number | null = null;
     // within the retry policy's bounds, so a bad Retry-After neither hammers nor stalls us
-    if (rateLimited) pushTo = now + clamp(retryAfterMs ?? 1000, 1000, RETRY_AFTER_MAX_MS);
-    else if (rate.remaining !== undefined && rate.limit) {
-      const ours = (this.recent.get(workspaceId) ?? []).filter((t) => t > now - 1000).length;
+    if (rateLimited) {
+      pushTo = now + clamp(retryAfterMs ?? 1000, 1000, RETRY_AFTER_MAX_MS);
+      this.onEvent('rate_limited');
+    } else if (rate.remaining !== undefined && rate.limit) {
+      // Ours that the service may have counted in the second before this request reached it:
+      // those sent up to it and less than a second (plus the jitter guard) before it. Counting
+      // back from the answer instead missed some the service still counted, took them for
+      // someone else's, and slowed every few sends down for nothing.
+      const upTo = sentAt ?? now;
+      const ours = (this.recent.get(workspaceId) ?? []).filter((t) => t <= upTo && t > upTo - 1000 - this.guardMs).length;
       const external = rate.limit - rate.remaining - ours;
-      if (external > 0) pushTo = now + Math.ceil(external * this.intervalMs(rate.limit));
+      if (external > 0) {
+        pushTo = now + Math.ceil(external * this.intervalMs(rate.limit));
+        this.onEvent('slowed');
+      }
     }
     if (pushTo !== null) {
       const us = BigInt(Math.round(pushTo * 1000));

@@ -317,7 +317,13 @@ export class DeliveryWorker {
         if (took.kind === 'busy') return { notBefore: new Date(took.until) };
         if (took.kind === 'stopped') break;
         const msg = batch[i]!;
-        const p = this.deliver(msg, ctx, shopId)
+        let wroteAt: number | undefined;
+        let written = () => {};
+        const left = new Promise<void>((resolve) => (written = resolve));
+        const p = this.deliver(msg, ctx, shopId, (at) => {
+          wroteAt ??= at;
+          written();
+        })
           .then((r) => {
             if (r === 'stop') lane.stop = true;
           })
@@ -327,6 +333,11 @@ export class DeliveryWorker {
             this.inHand.delete(msg.id);
           });
         inFlight.add(p);
+        // The lane takes its next turn only once this request has left (at once, unless a
+        // connection had to be opened first): one that left late moves the workspace's next turn
+        // to an interval after it, so the requests after it are not crowded behind it.
+        await Promise.race([left, p]);
+        if (wroteAt !== undefined) await pacer.sent(ctx.workspaceId, took, wroteAt).catch((err: unknown) => this.deps.logger.warn({ shopId, err: (err as Error).message }, 'could not space the next send from a late one'));
       }
     } finally {
       // claimed but not sent (stopping, a slow-down, or this lane failed): given back untouched;
@@ -407,15 +418,15 @@ export class DeliveryWorker {
     }
   }
 
-  private async deliver(msg: ClaimedMessage, ctx: ShopContext, shopId: string): Promise<'continue' | 'stop'> {
+  private async deliver(msg: ClaimedMessage, ctx: ShopContext, shopId: string, onSent?: (at: number) => void): Promise<'continue' | 'stop'> {
     const { client, repo, pacer, metrics, logger, db } = this.deps;
     const startedAt = this.now();
     let result: ServiceResult<unknown>;
     if (msg.kind === 'contact_delete') {
-      result = await client.deleteContact(ctx.apiKey, msg.email ?? '');
+      result = await client.deleteContact(ctx.apiKey, msg.email ?? '', { onSent });
     } else {
       const body = JSON.parse(msg.body) as SendEventBody;
-      result = await client.sendEvent(ctx.apiKey, body);
+      result = await client.sendEvent(ctx.apiKey, body, { onSent });
     }
     const finishedAt = this.now();
     const attempt: AttemptRecord = {
@@ -436,10 +447,10 @@ export class DeliveryWorker {
       if (scrub) this.deps.onScrubbed?.();
       if (msg.lane === 0) metrics.deliveryLatency.observe(Math.max(0, finishedAt.getTime() - msg.dueAt.getTime()) / 1000);
       this.noteDelivered(shopId, finishedAt);
-      await pacer.observe(ctx.workspaceId, result.rate, false).catch(() => undefined);
+      await pacer.observe(ctx.workspaceId, result.rate, false, undefined, startedAt.getTime()).catch(() => undefined);
       return 'continue';
     }
-    await pacer.observe(ctx.workspaceId, result.rate, result.kind === 'rate_limited', result.retryAfterMs);
+    await pacer.observe(ctx.workspaceId, result.rate, result.kind === 'rate_limited', result.retryAfterMs, startedAt.getTime());
     const yieldLane = result.kind === 'rate_limited';
     if (result.kind === 'not_acceptable') logger.error({ messageId: msg.id }, 'the service answered 406 Not Acceptable: our request headers are wrong (a bug)');
     const refused = !result.mayHaveArrived;

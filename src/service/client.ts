@@ -1,14 +1,14 @@
 // The only module that speaks HTTP to the email service (see ../../shared/spec/service-api.md).
 // One method per endpoint; every answer is classified once into ServiceResult (errors.ts).
 import { performance } from 'node:perf_hooks';
-import { Agent, request } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 import type { Logger } from '../observability/logger';
 import { failureFromError, failureFromResponse, redactSecret } from './errors';
 import {
   extractArray, isRecord, normaliseCustomField, normaliseList, parseJson, parseRateInfo, type HeaderBag,
 } from './parse';
 import type {
-  RateInfo, SendEventBody, ServiceClient, ServiceCustomField, ServiceFailure, ServiceList, ServiceResult, Workspace,
+  RateInfo, SendEventBody, SendOptions, ServiceClient, ServiceCustomField, ServiceFailure, ServiceList, ServiceResult, Workspace,
 } from './types';
 
 export interface ServiceClientOptions {
@@ -28,6 +28,8 @@ interface Call {
   origin: string;
   auth: Auth;
   body?: unknown;
+  /** Told the moment the request is written to its connection. */
+  onSent?: SendOptions['onSent'];
 }
 
 interface Answer {
@@ -53,6 +55,50 @@ const PATHS = {
   deleteContact: ['/api/webhook/contact/delete/'],
   send: ['/webhook/send/'],
 } as const;
+
+/**
+ * An undici handler that passes everything through to the request's own handler and reports
+ * when the request is written: undici calls onConnect synchronously just before it writes the
+ * request to a connection, which can be well after request() when a connection has to be opened
+ * first and the event loop is busy. The pacer spaces the next send from that moment.
+ */
+class SentReporter implements Dispatcher.DispatchHandler {
+  constructor(private readonly inner: Dispatcher.DispatchHandler, private readonly onSent: (at: number) => void) {}
+  onConnect(abort: (err?: Error) => void): void {
+    this.onSent(Date.now());
+    this.inner.onConnect?.(abort);
+  }
+  onError(err: Error): void {
+    this.inner.onError?.(err);
+  }
+  onUpgrade(statusCode: number, headers: Buffer[] | string[] | null, socket: import('node:stream').Duplex): void {
+    this.inner.onUpgrade?.(statusCode, headers, socket);
+  }
+  onResponseStarted(): void {
+    this.inner.onResponseStarted?.();
+  }
+  onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
+    return this.inner.onHeaders?.(statusCode, headers, resume, statusText) ?? true;
+  }
+  onData(chunk: Buffer): boolean {
+    return this.inner.onData?.(chunk) ?? true;
+  }
+  onComplete(trailers: string[] | null): void {
+    this.inner.onComplete?.(trailers);
+  }
+  onBodySent(chunkSize: number, totalBytesSent: number): void {
+    this.inner.onBodySent?.(chunkSize, totalBytesSent);
+  }
+}
+
+/** The agent, with requests that carry `onSent` reporting the moment they are written. */
+function reportingSends(agent: Agent): Dispatcher {
+  const dispatch = (options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean => {
+    const onSent = (options as { onSent?: (at: number) => void }).onSent;
+    return agent.dispatch(options, onSent ? new SentReporter(handler, onSent) : handler);
+  };
+  return new Proxy(agent, { get: (target, key) => (key === 'dispatch' ? dispatch : Reflect.get(target, key)) });
+}
 
 function trimSlash(url: string): string {
   return url.replace(/\/+$/, '');
@@ -84,6 +130,7 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
     connect: { timeout: timeoutMs },
     connections: 64,
   });
+  const dispatcher = reportingSends(agent);
 
   function headersFor(apiKey: string, auth: Auth, hasBody: boolean): Record<string, string> {
     const h: Record<string, string> = { accept: 'application/json', 'user-agent': 'shopify-email-connector' };
@@ -97,11 +144,13 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
     const hasBody = call.body !== undefined;
     try {
       const res = await request(`${call.origin}${path}`, {
-        dispatcher: agent,
+        dispatcher,
         method: call.method,
         headers: headersFor(apiKey, call.auth, hasBody),
         body: hasBody ? JSON.stringify(call.body) : undefined,
         signal: AbortSignal.timeout(timeoutMs),
+        // passed through to dispatch (reportingSends): not an option undici itself reads
+        ...(call.onSent ? { onSent: call.onSent } : {}),
       });
       const text = await readCapped(res.body);
       return {
@@ -203,17 +252,17 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
       return ok<ServiceCustomField[]>(a, items.map(normaliseCustomField));
     },
 
-    async deleteContact(apiKey, email) {
+    async deleteContact(apiKey, email, options) {
       const a = await send(apiKey, {
-        endpoint: 'delete_contact', method: 'POST', paths: PATHS.deleteContact, origin: baseUrl, auth: 'header', body: { email },
+        endpoint: 'delete_contact', method: 'POST', paths: PATHS.deleteContact, origin: baseUrl, auth: 'header', body: { email }, onSent: options?.onSent,
       }, { keep404: true });
       if (a.kind !== 'answer') return a;
       // Any 2xx body (JSON, plain text, empty) is success; 404 means there is nothing to delete.
       return ok(a, { alreadyGone: a.status === 404 });
     },
 
-    async sendEvent(apiKey, body) {
-      const a = await send(apiKey, { endpoint: 'send_event', method: 'POST', paths: PATHS.send, origin: webhookUrl, auth: 'header', body });
+    async sendEvent(apiKey, body, options) {
+      const a = await send(apiKey, { endpoint: 'send_event', method: 'POST', paths: PATHS.send, origin: webhookUrl, auth: 'header', body, onSent: options?.onSent });
       if (a.kind !== 'answer') return a;
       return ok<void>(a, undefined);
     },

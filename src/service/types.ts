@@ -57,6 +57,14 @@ export interface SendEventBody {
   [contactProperty: string]: unknown;
 }
 
+export interface SendOptions {
+  /**
+   * Called with the moment (epoch ms) the request is written to its connection, once per
+   * request (twice when a 404 makes the client try the other path).
+   */
+  onSent?: (at: number) => void;
+}
+
 export interface ServiceClient {
   /** Endpoint 1: POST with Bearer; binds a shop to the key's workspace. */
   validateKey(apiKey: string, shop: { shopId: string; shopName: string }): Promise<ServiceResult<Workspace>>;
@@ -67,9 +75,9 @@ export interface ServiceClient {
   /** Endpoint 3. */
   listCustomFields(apiKey: string): Promise<ServiceResult<ServiceCustomField[]>>;
   /** Endpoint 5: a 404 means the contact is already gone, which is success. */
-  deleteContact(apiKey: string, email: string): Promise<ServiceResult<{ alreadyGone: boolean }>>;
+  deleteContact(apiKey: string, email: string, options?: SendOptions): Promise<ServiceResult<{ alreadyGone: boolean }>>;
   /** Endpoint 6, on the webhook URL. */
-  sendEvent(apiKey: string, body: SendEventBody): Promise<ServiceResult<void>>;
+  sendEvent(apiKey: string, body: SendEventBody, options?: SendOptions): Promise<ServiceResult<void>>;
   /** Closes pooled connections; waits for requests in flight. */
   close(): Promise<void>;
 }

@@ -60,6 +60,10 @@ describe(`paced delivery (${testProvider})`, () => {
     // BENCHMARKS.md holds the measured rate.
     expect(rateOfLimit).toBeGreaterThan(0.6);
     expect(report.drainMs).toBeLessThan(12_000);
+    // every request took its turn from the pacer, which says so in /metrics
+    const metrics = await (await fetch(`${s.app.url}/metrics`)).text();
+    const sentTurns = Number(/^connector_pacer_events_total\{event="sent"\} (\d+)$/m.exec(metrics)?.[1]);
+    expect(sentTurns).toBeGreaterThanOrEqual(times.length);
   }, 90_000);
 
   it('keeps the real limit of 10 per second for ~60 messages', async () => {

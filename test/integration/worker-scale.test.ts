@@ -129,6 +129,58 @@ describe(`pacing holds when the event loop is blocked (${testProvider})`, () => 
   }, 60_000);
 });
 
+describe(`a request that leaves late does not crowd the next ones (${testProvider})`, () => {
+  let s: Stack;
+  let emulator: EmulatorProcess;
+  let worker: DeliveryWorker | undefined;
+  beforeAll(async () => {
+    emulator = await startEmulatorProcess();
+    // stage 1 only: the worker under test is the only one delivering
+    s = await startStack({ env: { ROLE: 'web', SERVICE_BASE_URL: emulator.url } });
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await s.close();
+    await emulator.close();
+  });
+
+  it('spaces the sends after one written 80 ms after its turn from when it really left: no 429, no second over the limit', async () => {
+    const ws = await emulator.createWorkspace({ name: 'late writes', rateLimit: 10 });
+    expect((await s.api('PUT', '/api/connection', { api_key: ws.apiKey })).status).toBe(200);
+    const shop = await s.app.db.shop.findUniqueOrThrow({ where: { domain: DEFAULT_SHOP } });
+    const config = testConfig(s.database.url, { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: emulator.url });
+    const real = createServiceClient({ baseUrl: emulator.url, webhookUrl: emulator.url, timeoutMs: 5000, logger: createLogger('silent') });
+    // every fourth request is written 80 ms after its turn, as when a connection has to be
+    // opened first while the event loop is busy: without spacing from the real write, the
+    // request after it follows 24 ms later and ten later ones share its second
+    let n = 0;
+    const client: typeof real = {
+      ...real,
+      sendEvent: async (apiKey, body, options) => {
+        if (++n % 4 === 0) await new Promise((r) => setTimeout(r, 80));
+        return real.sendEvent(apiKey, body, options);
+      },
+    };
+    const events: string[] = [];
+    worker = new DeliveryWorker({
+      db: s.app.db, repo: new OutboxRepository(s.app.db, testProvider), queue: new ShopQueue(s.app.db, testProvider),
+      pacer: new Pacer(s.app.db, testProvider, { onEvent: (e) => events.push(e) }), client,
+      secrets: createSecretBox(config.encryption.key, []), metrics: new Metrics(), logger: createLogger('silent'),
+    });
+    await queueOrders(s.app.db, shop, Array.from({ length: 40 }, (_, i) => `late-write-${i}`));
+    worker.start();
+    const deadline = Date.now() + 20_000;
+    while ((await emulator.events(ws.id)).length < 40 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const sends = (await emulator.requests(ws.id)).filter((r) => r.path.includes('/webhook/send'));
+    expect(new Set((await emulator.events(ws.id)).map((e) => e.event_attribute.source_id)).size).toBe(40);
+    expect(sends.filter((r) => r.status === 429)).toEqual([]);
+    expect(maxInWindow(sends.map((r) => r.at))).toBeLessThanOrEqual(10);
+    // each delayed request moved the next turn
+    expect(events.filter((e) => e === 'moved').length).toBeGreaterThanOrEqual(10);
+    await real.close();
+  }, 60_000);
+});
+
 const pgOnly = testProvider === 'postgres' ? describe : describe.skip;
 pgOnly('wake-ups across processes (PostgreSQL: LISTEN/NOTIFY)', () => {
   let s: Stack;

@@ -96,6 +96,18 @@ describe('client against the emulator: successes', () => {
     expect(em.eventCounts(wsId)).toEqual({ order_placed: 1 });
   });
 
+  it('tells the caller the moment a request is written, before the service has it, once per request', async () => {
+    const sent: Array<[string, number]> = [];
+    const before = Date.now();
+    await client.sendEvent(key, { event_name: 'order_placed', email: 'ada@example.com' }, { onSent: (at) => sent.push(['send', at]) });
+    await client.deleteContact(key, 'ada@example.com', { onSent: (at) => sent.push(['delete', at]) });
+    const arrived = em.requests().filter((r) => r.workspaceId === wsId).map((r) => r.at);
+    expect(sent.map(([what]) => what)).toEqual(['send', 'delete']);
+    expect(sent[0]![1]).toBeGreaterThanOrEqual(before);
+    expect(sent[0]![1]).toBeLessThanOrEqual(arrived[0]!);
+    expect(sent[1]![1]).toBeLessThanOrEqual(arrived[1]!);
+  });
+
   it('deletes a contact, and treats a second delete (404) as already gone', async () => {
     await client.sendEvent(key, { event_name: 'x', email: 'gone@example.com' });
     expect(await client.deleteContact(key, 'gone@example.com')).toMatchObject({ kind: 'ok', status: 200, value: { alreadyGone: false } });
