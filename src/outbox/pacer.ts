@@ -230,6 +230,16 @@ export class Pacer {
     this.noteSend(workspaceId, nowMs);
   }
 
+  /**
+   * What a read of the workspace's row told the caller (the worker reads it with the shop's
+   * connection): the row exists, with this limit. Spares the insert-if-absent before the first
+   * take and a write of a reported limit that is already there.
+   */
+  knownRow(workspaceId: string, limit: number): void {
+    this.known.add(workspaceId);
+    this.limits.set(workspaceId, limit);
+  }
+
   private async ensureRow(workspaceId: string): Promise<void> {
     if (this.known.has(workspaceId)) return;
     // several processes may meet a new workspace at once: insert-if-absent, never a race

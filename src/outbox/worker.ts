@@ -252,6 +252,7 @@ export class DeliveryWorker {
       this.keyCache.set(shopId, cached);
     }
     const until = rawDate(row.pausedUntil);
+    if (row.limitPerSec !== null) this.deps.pacer.knownRow(row.workspaceId, Number(row.limitPerSec));
     return {
       workspaceId: row.workspaceId,
       apiKey: cached.key,

@@ -133,6 +133,33 @@ describe(`pacer on ${testProvider}`, () => {
     expect(!next.ok && next.retryAt).toBe(sentAt[9]! + 104);
   });
 
+  it('trusts a row the caller has read: no insert before the first take, no write of a limit already there', async () => {
+    const pacer = new Pacer(db, testProvider, { now: () => now });
+    // the worker read the row (with the shop's connection) and passes on what it saw
+    await db.workspacePacer.create({ data: { workspaceId: 'ws-k', limitPerSec: 10, nextSendUs: 0n } });
+    pacer.knownRow('ws-k', 10);
+    const writes: string[] = [];
+    const updateMany = db.workspacePacer.updateMany.bind(db.workspacePacer);
+    const spy = jest.spyOn(db.workspacePacer, 'updateMany').mockImplementation(((args: Parameters<typeof updateMany>[0]) => {
+      writes.push(...Object.keys(args.data));
+      return updateMany(args);
+    }) as unknown as typeof updateMany);
+    try {
+      expect(await pacer.tryTake('ws-k')).toMatchObject({ ok: true, limit: 10 });
+      await pacer.observe('ws-k', { limit: 10 }, false);
+      expect(writes).toEqual([]);
+      await pacer.observe('ws-k', { limit: 20 }, false);
+      expect(writes).toEqual(['limitPerSec']);
+    } finally {
+      spy.mockRestore();
+    }
+    // a row that went meanwhile (shop/redact) is created again on the next try
+    await db.workspacePacer.delete({ where: { workspaceId: 'ws-k' } });
+    now += 1_000;
+    expect(await pacer.tryTake('ws-k')).toMatchObject({ ok: false });
+    expect(await pacer.tryTake('ws-k')).toMatchObject({ ok: true });
+  });
+
   it('keeps workspaces independent', async () => {
     const pacer = new Pacer(db, testProvider, { now: () => now });
     expect((await pacer.tryTake('ws-c')).ok).toBe(true);
