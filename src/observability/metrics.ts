@@ -86,7 +86,9 @@ export class Metrics {
   });
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
-    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
+    // the event-loop delay is sampled every 20 ms, not prom-client's 10: the sampling timer wakes
+    // an idle process (measured: an idle web process used 0.0045 of a core more at 10 ms than at 100)
+    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 20 });
   }
 
   /** Registers a function that refreshes the queue-depth gauge on each scrape. */
