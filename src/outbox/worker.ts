@@ -106,6 +106,8 @@ export class DeliveryWorker {
   readonly workerId: string;
   private readonly now: () => Date;
   private readonly lanes = new Map<string, Promise<void>>();
+  /** Lanes that have ended and are giving their shop's lease back. */
+  private readonly releasing = new Set<Promise<void>>();
   /** Messages this process holds (claimed, sending or recording): the sweeper leaves them alone. */
   private readonly inHand = new Set<number>();
   private stopping = false;
@@ -148,6 +150,7 @@ export class DeliveryWorker {
     this.nudge();
     await this.loop;
     await Promise.all([...this.lanes.values()]);
+    await Promise.all([...this.releasing]);
     this.loop = undefined;
   }
 
@@ -220,23 +223,30 @@ export class DeliveryWorker {
 
   private startLane(shopId: string): void {
     if (this.lanes.has(shopId)) return;
-    const lane = this.runLane(shopId)
-      .catch((err: unknown) => {
-        this.deps.logger.error({ shopId, err: (err as Error).message }, 'delivery lane failed; the shop is served again on a later pass');
-        return {} as LaneEnd;
+    const lane = this.runLane(shopId).catch((err: unknown) => {
+      this.deps.logger.error({ shopId, err: (err as Error).message }, 'delivery lane failed; the shop is served again on a later pass');
+      return {} as LaneEnd;
+    });
+    this.lanes.set(shopId, lane.then(() => undefined));
+    // Off the list of running lanes before the lease is given back: a pass that leases the shop
+    // again once it is released must find no lane running and start one. (It used to find this
+    // one still listed, start none, and leave the shop leased and idle until the lease expired.)
+    const released = lane
+      .then((end) => {
+        this.lanes.delete(shopId);
+        return this.deps.queue.release(shopId, this.workerId, end.notBefore);
       })
-      .then((end) => this.deps.queue.release(shopId, this.workerId, end.notBefore))
       .catch((err: unknown) => {
         this.deps.logger.warn({ shopId, err: (err as Error).message }, 'could not release a shop; its lease expires on its own');
         return new Date(0);
       })
       .then((dueAt) => {
-        this.lanes.delete(shopId);
         // look again only when it can matter: shops may be waiting for this lane, the shop is
         // due before the loop means to wake, or the loop is mid-pass and cannot tell
         if (this.saturated || this.wake === undefined || (dueAt !== null && dueAt.getTime() < this.plannedWake)) this.nudge();
       });
-    this.lanes.set(shopId, lane.then(() => undefined));
+    this.releasing.add(released);
+    void released.finally(() => this.releasing.delete(released));
   }
 
   /** The shop's connection and its workspace's pacing, or the reason its messages must wait: one read. */

@@ -129,6 +129,57 @@ describe(`pacing holds when the event loop is blocked (${testProvider})`, () => 
   }, 60_000);
 });
 
+describe(`a lane that ends (${testProvider})`, () => {
+  let s: Stack;
+  let worker: DeliveryWorker | undefined;
+  beforeAll(async () => {
+    // stage 1 only: the worker under test is the only one delivering
+    s = await startStack({ env: { ROLE: 'web' } });
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await s.close();
+  });
+
+  it('lets its shop be served again at once when work arrives while it gives the lease back, not when the lease expires', async () => {
+    const ws = await s.connectShop('ending.myshopify.com');
+    const shop = await s.app.db.shop.findUniqueOrThrow({ where: { domain: 'ending.myshopify.com' } });
+    const config = testConfig(s.database.url, { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: s.emulator.url });
+    const client = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 2000, logger: createLogger('silent') });
+    const queue = new ShopQueue(s.app.db, testProvider);
+    // The moment after a lane's lease is released and before the lane is off the worker's list:
+    // an order arrives for the shop and the worker looks for due work right then (as a wake-up
+    // from stage 2 makes it do).
+    let queuedSecondAt = 0;
+    let inTheGap: (() => Promise<void>) | undefined = async () => {
+      queuedSecondAt = Date.now();
+      await queueOrders(s.app.db, shop, ['second']);
+      worker!.nudge();
+      await new Promise((r) => setTimeout(r, 300));
+    };
+    const release = queue.release.bind(queue);
+    queue.release = async (...args) => {
+      const dueAt = await release(...args);
+      const gap = inTheGap;
+      inTheGap = undefined;
+      await gap?.();
+      return dueAt;
+    };
+    worker = new DeliveryWorker({
+      db: s.app.db, repo: new OutboxRepository(s.app.db, testProvider), queue, pacer: new Pacer(s.app.db, testProvider), client,
+      secrets: createSecretBox(config.encryption.key, []), metrics: new Metrics(), logger: createLogger('silent'), leaseMs: 10_000,
+    });
+    worker.start();
+    await queueOrders(s.app.db, shop, ['first']);
+    worker.nudge();
+    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).find((e) => e.event_attribute.source_id === 'second'), 15_000, 'the second order');
+    const second = s.emulator.requests().filter((r) => r.workspaceId === ws.workspaceId && r.path.includes('/webhook/send')).pop()!;
+    // served by a new lane right away, not after the 10 s lease the pass took ran out
+    expect(second.at - queuedSecondAt).toBeLessThan(2_000);
+    await client.close();
+  }, 30_000);
+});
+
 describe(`a request that leaves late does not crowd the next ones (${testProvider})`, () => {
   let s: Stack;
   let emulator: EmulatorProcess;
