@@ -132,7 +132,7 @@ export async function withPoolClient<T>(pool: pg.Pool, fn: (client: pg.PoolClien
 }
 
 /** An error that leaves the connection unusable (as opposed to a statement the database refused). */
-export function isConnectionError(err: unknown): boolean {
+function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: string }).code;
   // SQLSTATE class 08 (connection exception), 57P (operator intervention: shutdown), or none (a socket error)
   return code === undefined || code.startsWith('08') || code.startsWith('57P');

@@ -4,8 +4,11 @@
 // moves it one interval on, so every process sharing the database spaces its requests
 // (1000 + guard) / limit ms apart: never more than `limit` in any sliding second.
 //
-// A take is answered late when the event loop is busy. The caller then gives the send up and
-// takes again (see takeSend), so a send is never fired late into a window that is already full.
+// A send can leave later than its take: the answer comes back late (a busy event loop), or the
+// request waits for a connection. Either way the next send is moved to one interval after the
+// moment it really left, as long as no one has taken a send since (takeSend, sent()); when
+// someone has, a late answer is given up and taken again. So no send is fired late into a window
+// that is already full.
 import { randomBytes } from 'node:crypto';
 import { Prisma } from '@prisma/client';
 import type { RateInfo } from '../service/types';
@@ -207,7 +210,6 @@ export class Pacer {
     const rows = await this.reanchorStatement.run(() => [Math.round(at() * 1000), this.toleranceMs * 1000, perSendUs, workspaceId, token]);
     return rows.length > 0;
   }
-
 
   /** For calls that are not deliveries (key checks, lists): waits for a send, at most maxWaitMs. */
   async take(workspaceId: string, maxWaitMs = 10_000): Promise<TakeSend['kind']> {

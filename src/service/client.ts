@@ -64,9 +64,10 @@ const PATHS = {
  */
 class SentReporter implements Dispatcher.DispatchHandler {
   constructor(private readonly inner: Dispatcher.DispatchHandler, private readonly onSent: (at: number) => void) {}
-  onConnect(abort: (err?: Error) => void): void {
+  onConnect(abort: (err?: Error) => void, ...rest: unknown[]): void {
     this.onSent(Date.now());
-    this.inner.onConnect?.(abort);
+    // undici passes a context after abort, which its own handler keeps: handed on as given
+    (this.inner.onConnect as ((abort: (err?: Error) => void, ...rest: unknown[]) => void) | undefined)?.call(this.inner, abort, ...rest);
   }
   onError(err: Error): void {
     this.inner.onError?.(err);
