@@ -84,6 +84,8 @@ export class Pacer {
   private readonly sql: Sql;
   readonly guardMs: number;
   readonly toleranceMs: number;
+  /** (1000 + guard) × 1000: one second and the guard, in µs, which the statements divide by the limit. */
+  private readonly perSendUs: number;
   private readonly now: () => number;
   private readonly onEvent: (event: PacerEvent) => void;
   /** This process's own recent sends per workspace, to tell our usage from someone else's. */
@@ -103,6 +105,7 @@ export class Pacer {
     this.reanchorStatement = prepare(rawOf(db), 'pacer_reanchor', REANCHOR);
     this.guardMs = opts.guardMs ?? DEFAULT_GUARD_MS;
     this.toleranceMs = opts.toleranceMs ?? DEFAULT_TOLERANCE_MS;
+    this.perSendUs = (1000 + Math.round(this.guardMs)) * 1000;
     this.now = opts.now ?? Date.now;
     this.onEvent = opts.onEvent ?? (() => undefined);
   }
@@ -123,13 +126,12 @@ export class Pacer {
   async tryTake(workspaceId: string): Promise<Take> {
     await this.ensureRow(workspaceId);
     const token = randomBytes(8).toString('hex');
-    const perSendUs = (1000 + Math.round(this.guardMs)) * 1000;
     // the take's time is read once the statement has its connection: a wait for the SQLite lock
     // or a pool client does not count against the tolerance, only the answer's way back does
     let nowMs = 0;
     const rows = await this.takeStatement.run(() => {
       nowMs = this.now();
-      return [Math.round(nowMs * 1000), rawTimestamp(this.provider, new Date(nowMs)), this.toleranceMs * 1000, perSendUs, token, workspaceId];
+      return [Math.round(nowMs * 1000), rawTimestamp(this.provider, new Date(nowMs)), this.toleranceMs * 1000, this.perSendUs, token, workspaceId];
     });
     const row = rows[0];
     if (!row) {
@@ -206,8 +208,7 @@ export class Pacer {
 
   /** Moves the next send to one interval after `at()` (read once the statement has its connection), while `token` holds the last take. */
   private async moveNext(workspaceId: string, token: string, at: () => number): Promise<boolean> {
-    const perSendUs = (1000 + Math.round(this.guardMs)) * 1000;
-    const rows = await this.reanchorStatement.run(() => [Math.round(at() * 1000), this.toleranceMs * 1000, perSendUs, workspaceId, token]);
+    const rows = await this.reanchorStatement.run(() => [Math.round(at() * 1000), this.toleranceMs * 1000, this.perSendUs, workspaceId, token]);
     return rows.length > 0;
   }
 
@@ -224,10 +225,9 @@ export class Pacer {
     await this.ensureRow(workspaceId);
     const nowMs = this.now();
     const greatest = Prisma.raw(this.sql.provider === 'postgres' ? 'GREATEST' : 'MAX');
-    const perSendUs = (1000 + Math.round(this.guardMs)) * 1000;
     await this.sql.query(Prisma.sql`
       UPDATE "WorkspacePacer"
-      SET "nextSendUs" = ${greatest}("nextSendUs", ${this.int(Math.round(nowMs * 1000))}) + ((${this.int(perSendUs)} + "limitPerSec" - 1) / "limitPerSec")
+      SET "nextSendUs" = ${greatest}("nextSendUs", ${this.int(Math.round(nowMs * 1000))}) + ((${this.int(this.perSendUs)} + "limitPerSec" - 1) / "limitPerSec")
       WHERE "workspaceId" = ${workspaceId} RETURNING "workspaceId"`);
     this.noteSend(workspaceId, nowMs);
   }

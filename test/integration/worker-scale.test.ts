@@ -7,7 +7,7 @@ import { createSecretBox } from '../../src/crypto/secret-box';
 import { lowerDue, ShopQueue } from '../../src/outbox/due';
 import { Pacer } from '../../src/outbox/pacer';
 import { OutboxRepository } from '../../src/outbox/repository';
-import { DeliveryWorker } from '../../src/outbox/worker';
+import { DeliveryWorker, type WorkerDeps } from '../../src/outbox/worker';
 import { sampleOrder } from '../../src/sandbox/samples';
 import { createServiceClient } from '../../src/service/client';
 import { maxInWindow } from '../helpers/clock';
@@ -17,6 +17,19 @@ import { startEmulatorProcess, type EmulatorProcess } from '../helpers/emulator-
 import { spawnApp, type AppProcess } from '../helpers/process';
 import { API_KEY, API_SECRET, DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';
 import { queueOrders } from '../faults/support';
+
+/**
+ * A delivery worker of the test's own on the stack's database (whose app runs ROLE=web, so this
+ * is the only one delivering), built as server.ts builds one; `deps` replaces any part.
+ */
+function ownWorker(s: Stack, serviceUrl: string, deps: Partial<WorkerDeps> & Pick<WorkerDeps, 'client'>): DeliveryWorker {
+  const config = testConfig(s.database.url, { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: serviceUrl });
+  return new DeliveryWorker({
+    db: s.app.db, repo: new OutboxRepository(s.app.db, testProvider), queue: new ShopQueue(s.app.db, testProvider), pacer: new Pacer(s.app.db, testProvider),
+    secrets: createSecretBox(config.encryption.key, []), metrics: new Metrics(), logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+    ...deps,
+  });
+}
 
 describe(`the worker finds only due work (${testProvider})`, () => {
   let s: Stack;
@@ -49,22 +62,23 @@ describe(`the worker finds only due work (${testProvider})`, () => {
   }, 60_000);
 });
 
-describe(`the worker sleeps until the next due time (${testProvider})`, () => {
+describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, () => {
   let s: Stack;
   let worker: DeliveryWorker | undefined;
   beforeAll(async () => {
     // stage 1 only: the worker under test is the only one delivering
     s = await startStack({ env: { ROLE: 'web' } });
   });
-  afterAll(async () => {
+  // each test runs a worker of its own: the one before must not deliver the next one's messages
+  afterEach(async () => {
     await worker?.stop();
-    await s.close();
+    worker = undefined;
   });
+  afterAll(() => s.close());
 
   it('delivers a message due in 2 s within 300 ms of its due time, with no claim query before it', async () => {
     const ws = await s.connectShop('timer.myshopify.com');
     const shop = await s.app.db.shop.findUniqueOrThrow({ where: { domain: 'timer.myshopify.com' } });
-    const config = testConfig(s.database.url, { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: s.emulator.url });
     const repo = new OutboxRepository(s.app.db, testProvider);
     const claims: number[] = [];
     const claim = repo.claim.bind(repo);
@@ -73,10 +87,7 @@ describe(`the worker sleeps until the next due time (${testProvider})`, () => {
       return claim(...args);
     };
     const client = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 2000, logger: createLogger('silent') });
-    worker = new DeliveryWorker({
-      db: s.app.db, repo, queue: new ShopQueue(s.app.db, testProvider), pacer: new Pacer(s.app.db, testProvider), client,
-      secrets: createSecretBox(config.encryption.key, []), metrics: new Metrics(), logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
-    });
+    worker = ownWorker(s, s.emulator.url, { repo, client });
     worker.start();
     await new Promise((r) => setTimeout(r, 300));
     const dueAt = new Date(Date.now() + 2_000);
@@ -92,6 +103,40 @@ describe(`the worker sleeps until the next due time (${testProvider})`, () => {
     expect(claims.filter((t) => t < dueAt.getTime())).toEqual([]);
     await client.close();
   });
+
+  it('lets its shop be served again at once when work arrives while it gives the lease back, not when the lease expires', async () => {
+    const ws = await s.connectShop('ending.myshopify.com');
+    const shop = await s.app.db.shop.findUniqueOrThrow({ where: { domain: 'ending.myshopify.com' } });
+    const client = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 2000, logger: createLogger('silent') });
+    const queue = new ShopQueue(s.app.db, testProvider);
+    // The moment after a lane's lease is released and before the lane is off the worker's list:
+    // an order arrives for the shop and the worker looks for due work right then (as a wake-up
+    // from stage 2 makes it do).
+    let queuedSecondAt = 0;
+    let inTheGap: (() => Promise<void>) | undefined = async () => {
+      queuedSecondAt = Date.now();
+      await queueOrders(s.app.db, shop, ['second']);
+      worker!.nudge();
+      await new Promise((r) => setTimeout(r, 300));
+    };
+    const release = queue.release.bind(queue);
+    queue.release = async (...args) => {
+      const dueAt = await release(...args);
+      const gap = inTheGap;
+      inTheGap = undefined;
+      await gap?.();
+      return dueAt;
+    };
+    worker = ownWorker(s, s.emulator.url, { queue, client, leaseMs: 10_000 });
+    worker.start();
+    await queueOrders(s.app.db, shop, ['first']);
+    worker.nudge();
+    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).find((e) => e.event_attribute.source_id === 'second'), 15_000, 'the second order');
+    const second = s.emulator.requests().filter((r) => r.workspaceId === ws.workspaceId && r.path.includes('/webhook/send')).pop()!;
+    // served by a new lane right away, not after the 10 s lease the pass took ran out
+    expect(second.at - queuedSecondAt).toBeLessThan(2_000);
+    await client.close();
+  }, 30_000);
 });
 
 describe(`pacing holds when the event loop is blocked (${testProvider})`, () => {
@@ -129,57 +174,6 @@ describe(`pacing holds when the event loop is blocked (${testProvider})`, () => 
   }, 60_000);
 });
 
-describe(`a lane that ends (${testProvider})`, () => {
-  let s: Stack;
-  let worker: DeliveryWorker | undefined;
-  beforeAll(async () => {
-    // stage 1 only: the worker under test is the only one delivering
-    s = await startStack({ env: { ROLE: 'web' } });
-  });
-  afterAll(async () => {
-    await worker?.stop();
-    await s.close();
-  });
-
-  it('lets its shop be served again at once when work arrives while it gives the lease back, not when the lease expires', async () => {
-    const ws = await s.connectShop('ending.myshopify.com');
-    const shop = await s.app.db.shop.findUniqueOrThrow({ where: { domain: 'ending.myshopify.com' } });
-    const config = testConfig(s.database.url, { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: s.emulator.url });
-    const client = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 2000, logger: createLogger('silent') });
-    const queue = new ShopQueue(s.app.db, testProvider);
-    // The moment after a lane's lease is released and before the lane is off the worker's list:
-    // an order arrives for the shop and the worker looks for due work right then (as a wake-up
-    // from stage 2 makes it do).
-    let queuedSecondAt = 0;
-    let inTheGap: (() => Promise<void>) | undefined = async () => {
-      queuedSecondAt = Date.now();
-      await queueOrders(s.app.db, shop, ['second']);
-      worker!.nudge();
-      await new Promise((r) => setTimeout(r, 300));
-    };
-    const release = queue.release.bind(queue);
-    queue.release = async (...args) => {
-      const dueAt = await release(...args);
-      const gap = inTheGap;
-      inTheGap = undefined;
-      await gap?.();
-      return dueAt;
-    };
-    worker = new DeliveryWorker({
-      db: s.app.db, repo: new OutboxRepository(s.app.db, testProvider), queue, pacer: new Pacer(s.app.db, testProvider), client,
-      secrets: createSecretBox(config.encryption.key, []), metrics: new Metrics(), logger: createLogger('silent'), leaseMs: 10_000,
-    });
-    worker.start();
-    await queueOrders(s.app.db, shop, ['first']);
-    worker.nudge();
-    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).find((e) => e.event_attribute.source_id === 'second'), 15_000, 'the second order');
-    const second = s.emulator.requests().filter((r) => r.workspaceId === ws.workspaceId && r.path.includes('/webhook/send')).pop()!;
-    // served by a new lane right away, not after the 10 s lease the pass took ran out
-    expect(second.at - queuedSecondAt).toBeLessThan(2_000);
-    await client.close();
-  }, 30_000);
-});
-
 describe(`a request that leaves late does not crowd the next ones (${testProvider})`, () => {
   let s: Stack;
   let emulator: EmulatorProcess;
@@ -199,7 +193,6 @@ describe(`a request that leaves late does not crowd the next ones (${testProvide
     const ws = await emulator.createWorkspace({ name: 'late writes', rateLimit: 10 });
     expect((await s.api('PUT', '/api/connection', { api_key: ws.apiKey })).status).toBe(200);
     const shop = await s.app.db.shop.findUniqueOrThrow({ where: { domain: DEFAULT_SHOP } });
-    const config = testConfig(s.database.url, { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: emulator.url });
     const real = createServiceClient({ baseUrl: emulator.url, webhookUrl: emulator.url, timeoutMs: 5000, logger: createLogger('silent') });
     // every fourth request is written 80 ms after its turn, as when a connection has to be
     // opened first while the event loop is busy: without spacing from the real write, the
@@ -213,11 +206,7 @@ describe(`a request that leaves late does not crowd the next ones (${testProvide
       },
     };
     const events: string[] = [];
-    worker = new DeliveryWorker({
-      db: s.app.db, repo: new OutboxRepository(s.app.db, testProvider), queue: new ShopQueue(s.app.db, testProvider),
-      pacer: new Pacer(s.app.db, testProvider, { onEvent: (e) => events.push(e) }), client,
-      secrets: createSecretBox(config.encryption.key, []), metrics: new Metrics(), logger: createLogger('silent'),
-    });
+    worker = ownWorker(s, emulator.url, { pacer: new Pacer(s.app.db, testProvider, { onEvent: (e) => events.push(e) }), client });
     await queueOrders(s.app.db, shop, Array.from({ length: 40 }, (_, i) => `late-write-${i}`));
     worker.start();
     const deadline = Date.now() + 20_000;
