@@ -41,6 +41,17 @@ const REANCHOR: StatementBuilder = (p, provider) => `
   WHERE "workspaceId" = ${p(4)} AND "takenBy" = ${p(5)}
   RETURNING "nextSendUs"`;
 
+// A workspace met for the first time: its row with the default limit, unless another process
+// made it first (then nothing comes back). Parameters: 1 workspace, 2 limit, 3 now (timestamp).
+const ENSURE: StatementBuilder = (p) => `
+  INSERT INTO "WorkspacePacer" ("workspaceId", "limitPerSec", "nextSendUs", "updatedAt")
+  VALUES (${p(1)}, ${p(2, 'int')}, 0, ${p(3, 'timestamp')})
+  ON CONFLICT ("workspaceId") DO NOTHING RETURNING "limitPerSec"`;
+
+// The limit the service reported. Parameters: 1 limit, 2 now (timestamp), 3 workspace.
+const SET_LIMIT: StatementBuilder = (p) => `
+  UPDATE "WorkspacePacer" SET "limitPerSec" = ${p(1, 'int')}, "updatedAt" = ${p(2, 'timestamp')} WHERE "workspaceId" = ${p(3)}`;
+
 /** How many times a late take is moved before it is given up. */
 const MAX_REANCHORS = 2;
 
@@ -97,12 +108,16 @@ export class Pacer {
   private readonly provider: DbProvider;
   private readonly takeStatement: RawStatement<TakeRow>;
   private readonly reanchorStatement: RawStatement<{ nextSendUs: number }>;
+  private readonly ensureStatement: RawStatement<{ limitPerSec: number }>;
+  private readonly setLimitStatement: RawStatement<never>;
 
   constructor(db: Db, provider: DbProvider, opts: PacerOptions = {}) {
     this.sql = new Sql(db, provider);
     this.provider = provider;
     this.takeStatement = prepare<TakeRow>(rawOf(db), 'pacer_take', TAKE);
     this.reanchorStatement = prepare(rawOf(db), 'pacer_reanchor', REANCHOR);
+    this.ensureStatement = prepare(rawOf(db), 'pacer_ensure', ENSURE);
+    this.setLimitStatement = prepare(rawOf(db), 'pacer_set_limit', SET_LIMIT);
     this.guardMs = opts.guardMs ?? DEFAULT_GUARD_MS;
     this.toleranceMs = opts.toleranceMs ?? DEFAULT_TOLERANCE_MS;
     this.perSendUs = (1000 + Math.round(this.guardMs)) * 1000;
@@ -244,11 +259,10 @@ export class Pacer {
 
   private async ensureRow(workspaceId: string): Promise<void> {
     if (this.known.has(workspaceId)) return;
-    // several processes may meet a new workspace at once: insert-if-absent, never a race
-    await this.sql.query(Prisma.sql`
-      INSERT INTO "WorkspacePacer" ("workspaceId", "limitPerSec", "nextSendUs", "updatedAt")
-      VALUES (${workspaceId}, ${this.sql.int(DEFAULT_LIMIT)}, ${this.sql.int(0)}, ${this.sql.ts(new Date(this.now()))})
-      ON CONFLICT ("workspaceId") DO NOTHING RETURNING "workspaceId"`);
+    // several processes may meet a new workspace at once: insert-if-absent, never a race; the
+    // row made here has the default limit, so a response that reports it writes nothing
+    const made = await this.ensureStatement.run([workspaceId, DEFAULT_LIMIT, rawTimestamp(this.provider, new Date(this.now()))]);
+    if (made.length === 1) this.limits.set(workspaceId, DEFAULT_LIMIT);
     this.known.add(workspaceId);
   }
 
@@ -270,7 +284,7 @@ export class Pacer {
     const now = this.now();
     const db = this.sql.db;
     if (rate.limit && rate.limit > 0 && this.limits.get(workspaceId) !== rate.limit) {
-      await db.workspacePacer.updateMany({ where: { workspaceId }, data: { limitPerSec: rate.limit } });
+      await this.setLimitStatement.run([rate.limit, rawTimestamp(this.provider, new Date(now)), workspaceId]);
       this.limits.set(workspaceId, rate.limit);
     }
     let pushTo: number | null = null;

@@ -133,26 +133,34 @@ describe(`pacer on ${testProvider}`, () => {
     expect(!next.ok && next.retryAt).toBe(sentAt[9]! + 104);
   });
 
+  it('makes the row of a workspace met for the first time, and writes no limit the service reports that is already in it', async () => {
+    const pacer = new Pacer(db, testProvider, { now: () => now });
+    const made = now;
+    expect(await pacer.tryTake('ws-new')).toMatchObject({ ok: true, limit: 10 });
+    const row = () => db.workspacePacer.findUniqueOrThrow({ where: { workspaceId: 'ws-new' }, select: { limitPerSec: true, updatedAt: true } });
+    expect(await row()).toEqual({ limitPerSec: 10, updatedAt: new Date(made) });
+    now += 1_000;
+    await pacer.observe('ws-new', { limit: 10 }, false);
+    expect(await row()).toEqual({ limitPerSec: 10, updatedAt: new Date(made) });
+    await pacer.observe('ws-new', { limit: 50 }, false);
+    expect(await row()).toEqual({ limitPerSec: 50, updatedAt: new Date(now) });
+    // a second process meets the row another one made: it learns the limit from the first answer
+    const other = new Pacer(db, testProvider, { now: () => now });
+    expect(await other.tryTake('ws-new')).toMatchObject({ ok: true, limit: 50 });
+  });
+
   it('trusts a row the caller has read: no insert before the first take, no write of a limit already there', async () => {
     const pacer = new Pacer(db, testProvider, { now: () => now });
     // the worker read the row (with the shop's connection) and passes on what it saw
-    await db.workspacePacer.create({ data: { workspaceId: 'ws-k', limitPerSec: 10, nextSendUs: 0n } });
+    const written = new Date(now - 60_000);
+    await db.workspacePacer.create({ data: { workspaceId: 'ws-k', limitPerSec: 10, nextSendUs: 0n, updatedAt: written } });
     pacer.knownRow('ws-k', 10);
-    const writes: string[] = [];
-    const updateMany = db.workspacePacer.updateMany.bind(db.workspacePacer);
-    const spy = jest.spyOn(db.workspacePacer, 'updateMany').mockImplementation(((args: Parameters<typeof updateMany>[0]) => {
-      writes.push(...Object.keys(args.data));
-      return updateMany(args);
-    }) as unknown as typeof updateMany);
-    try {
-      expect(await pacer.tryTake('ws-k')).toMatchObject({ ok: true, limit: 10 });
-      await pacer.observe('ws-k', { limit: 10 }, false);
-      expect(writes).toEqual([]);
-      await pacer.observe('ws-k', { limit: 20 }, false);
-      expect(writes).toEqual(['limitPerSec']);
-    } finally {
-      spy.mockRestore();
-    }
+    const row = () => db.workspacePacer.findUniqueOrThrow({ where: { workspaceId: 'ws-k' }, select: { limitPerSec: true, updatedAt: true } });
+    expect(await pacer.tryTake('ws-k')).toMatchObject({ ok: true, limit: 10 });
+    await pacer.observe('ws-k', { limit: 10 }, false);
+    expect(await row()).toEqual({ limitPerSec: 10, updatedAt: written });
+    await pacer.observe('ws-k', { limit: 20 }, false);
+    expect(await row()).toEqual({ limitPerSec: 20, updatedAt: new Date(now) });
     // a row that went meanwhile (shop/redact) is created again on the next try
     await db.workspacePacer.delete({ where: { workspaceId: 'ws-k' } });
     now += 1_000;
