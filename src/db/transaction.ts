@@ -45,6 +45,25 @@ function pgTx(client: pg.PoolClient): SqlTx {
 }
 
 /**
+ * The same statements on the driver outside a transaction, each on its own: for the reads that
+ * plan a batch (they run before its transaction, and once per batch, in stage 2's hot path).
+ */
+export function driverQueries(db: Db): SqlTx {
+  const raw = rawOf(db);
+  if (raw.provider === 'sqlite') {
+    return {
+      $executeRaw: (q) => raw.exclusive((conn) => sqliteRun(conn, q.sql, q.values.map(sqliteValue)).changes),
+      $queryRaw: <T>(q: Prisma.Sql) => raw.exclusive((conn) => sqliteRun(conn, q.sql, q.values.map(sqliteValue)).rows as T),
+    };
+  }
+  const run = (q: Prisma.Sql) => raw.pool.query({ text: q.text, values: q.values.map(pgValue), types: PG_TYPES });
+  return {
+    $executeRaw: async (q) => (await run(q)).rowCount ?? 0,
+    $queryRaw: async <T>(q: Prisma.Sql) => (await run(q)).rows as T,
+  };
+}
+
+/**
  * Runs `fn` in a transaction on the driver: committed when it resolves, rolled back when it
  * throws (the error is rethrown). A connection that failed, or whose ROLLBACK failed, is
  * discarded (raw.ts withPoolClient).
