@@ -58,6 +58,12 @@ export interface ProductCatalogDeps {
   deadlineMs?: number;
   /** After a failed lookup, how long a shop's uncached products are not looked up. Default 60 s. */
   coolOffMs?: number;
+  /**
+   * How long the scopes read with a shop's offline session are trusted before it is read again.
+   * Default 60 s: a scope granted or revoked counts within a minute, and a batch of orders no
+   * longer reads and decrypts the session each time (most shops never grant read_products).
+   */
+  scopeTtlMs?: number;
   now?: () => Date;
 }
 
@@ -84,6 +90,9 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
   // batch while a shop's Admin API is unwell.
   const coolOffMs = deps.coolOffMs ?? 60_000;
   const coolingUntil = new Map<string, number>();
+  const scopeTtlMs = deps.scopeTtlMs ?? 60_000;
+  /** The scopes each shop's offline session had when last read, and when that was (epoch ms). */
+  const scopes = new Map<string, { scope: string | undefined; at: number }>();
   /** Each shop's primary domain, as last reported by the Admin API (for products/update). */
   const domains = new Map<string, { url: string; at: number }>();
 
@@ -100,12 +109,25 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
     usable: boolean;
   }
 
+  /** The shop's offline session; its scopes are remembered for scopeTtlMs. */
+  async function sessionOf(shop: { id: string; domain: string }) {
+    const session = await tokens.getOfflineSession(shop.domain);
+    if (!session) throw new NoSessionError();
+    scopes.set(shop.id, { scope: session.scope, at: now().getTime() });
+    return session;
+  }
+
+  /** The shop's granted scopes, read with its offline session at most once per scopeTtlMs. */
+  async function grantedScope(shop: { id: string; domain: string }): Promise<string | undefined> {
+    const known = scopes.get(shop.id);
+    if (known && now().getTime() - known.at < scopeTtlMs) return known.scope;
+    return (await sessionOf(shop)).scope;
+  }
+
   async function lookup(shop: { id: string; domain: string }, items: readonly LineItemLike[], signal: AbortSignal, deadline: number, progress: Progress): Promise<EnrichOutcome> {
     const productIds = unique(items.map((i) => i.product_id));
     if (productIds.length === 0) return 'hit';
-    const session = await tokens.getOfflineSession(shop.domain);
-    if (!session) throw new NoSessionError();
-    if (!hasScopes(session.scope, FEATURE_SCOPES.product_images)) {
+    if (!hasScopes(await grantedScope(shop), FEATURE_SCOPES.product_images)) {
       progress.usable = false;
       return 'no_scope';
     }
@@ -126,6 +148,13 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
     if (productMisses.length === 0 && productOfVariant.size === 0) return 'hit';
     if ((coolingUntil.get(shop.id) ?? 0) > now().getTime()) return 'cooling_off';
 
+    // the token only now, for the Admin API: a batch whose products are all cached needs none
+    const session = await sessionOf(shop);
+    if (!hasScopes(session.scope, FEATURE_SCOPES.product_images)) {
+      // revoked since the scopes were last read
+      progress.usable = false;
+      return 'no_scope';
+    }
     const found = await lookupProducts(shopify, session, productMisses, [...productOfVariant.keys()], { signal, deadline, throttle });
     progress.apiCalls += found.calls;
     if (found.primaryDomain) domains.set(shop.id, { url: found.primaryDomain, at: now().getTime() });

@@ -175,6 +175,29 @@ describe('product images for line items', () => {
     expect(calls(NO_SCOPE)).toBe(before);
   });
 
+  it('reads a shop\'s offline session for its scopes at most once a minute, and for a token only when the Admin API is asked', async () => {
+    const loads = jest.spyOn(h.tokens, 'getOfflineSession');
+    const fresh = createProductCatalog({ db: h.db, shopify: h.shopify, tokens: h.tokens, logger: h.logger, metrics: new Metrics(), now: () => new Date(clock), coolOffMs: 0 });
+    const loadsOf = (domain: string) => loads.mock.calls.filter(([d]) => d === domain).length;
+    try {
+      // without read_products: one read answers every batch of the next minute
+      for (let i = 0; i < 3; i++) expect((await fresh.enrich(shops.get(NO_SCOPE)!, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('no_scope');
+      expect(loadsOf(NO_SCOPE)).toBe(1);
+      clock += 61_000;
+      expect((await fresh.enrich(shops.get(NO_SCOPE)!, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('no_scope');
+      expect(loadsOf(NO_SCOPE)).toBe(2);
+      // with it: a miss reads the session again for its token; a batch of cached products, not at all
+      const shop = shops.get(SHOP)!;
+      await fresh.onProductDelete(shop.id, '{"id":600}');
+      expect((await fresh.enrich(shop, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('fetched');
+      expect(loadsOf(SHOP)).toBe(2);
+      expect((await fresh.enrich(shop, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('hit');
+      expect(loadsOf(SHOP)).toBe(2);
+    } finally {
+      loads.mockRestore();
+    }
+  });
+
   it('a THROTTLED answer waits for the bucket to restore, then gets the images', async () => {
     const shop = shops.get(THROTTLED)!;
     // empty bucket; the query (2 + 2 per id = 6 points) is back after 120 ms at 50 points/s
