@@ -115,7 +115,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   /** Product images and links of line items, for live events and imports alike (one cache). */
   const enrich: EnrichItems = async (shop, items) => {
     const pairs = [...new Map(items.map((i) => [`${i.product_id}|${i.variant_id}`, i])).values()];
-    const found = await products.enrich({ id: shop.id, domain: shop.domain }, pairs);
+    const found = await products.enrich({ id: shop.id, domain: shop.domain, scope: shop.scope }, pairs);
     const byPair = new Map(pairs.map((p, i) => [`${p.product_id}|${p.variant_id}`, found.items[i] ?? null]));
     return (productId, variantId) => byPair.get(`${productId}|${variantId}`) ?? null;
   };

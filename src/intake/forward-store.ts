@@ -19,6 +19,8 @@ export interface ShopRow {
   uninstalledAt: Date | null;
   connection: { status: string } | null;
   settings: { data: string } | null;
+  /** The scopes of the shop's offline session (null: none stored), read with the shop. */
+  scope: string | null;
 }
 
 export interface ExistingMessage {
@@ -60,10 +62,11 @@ export const emptyPlan = (): WritePlan => ({ cancels: [], abandonmentUpdates: []
 
 // Parameter 1: the domains (a JSON array on SQLite, an array on PostgreSQL).
 const SHOPS: StatementBuilder = (p, provider) => `
-  SELECT "s"."id", "s"."domain", "s"."uninstalledAt", "c"."status", "t"."data"
+  SELECT "s"."id", "s"."domain", "s"."uninstalledAt", "c"."status", "t"."data", "o"."scope"
   FROM "Shop" AS "s"
   LEFT JOIN "Connection" AS "c" ON "c"."shopId" = "s"."id"
   LEFT JOIN "ShopSettings" AS "t" ON "t"."shopId" = "s"."id"
+  LEFT JOIN "Session" AS "o" ON "o"."id" = 'offline_' || "s"."domain"
   WHERE ${provider === 'postgres' ? `"s"."domain" = ANY(${p(1, 'text[]')})` : `"s"."domain" IN (SELECT "value" FROM json_each(${p(1)}))`}`;
 
 interface ShopSql {
@@ -72,6 +75,7 @@ interface ShopSql {
   uninstalledAt: unknown;
   status: string | null;
   data: string | null;
+  scope: string | null;
 }
 
 export class ForwardStore {
@@ -96,7 +100,7 @@ export class ForwardStore {
     return new Map(
       rows.map((r) => [
         r.domain,
-        { id: r.id, domain: r.domain, uninstalledAt: rawDate(r.uninstalledAt), connection: r.status === null ? null : { status: r.status }, settings: r.data === null ? null : { data: r.data } },
+        { id: r.id, domain: r.domain, uninstalledAt: rawDate(r.uninstalledAt), connection: r.status === null ? null : { status: r.status }, settings: r.data === null ? null : { data: r.data }, scope: r.scope },
       ]),
     );
   }

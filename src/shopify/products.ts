@@ -38,8 +38,11 @@ export interface EnrichResult {
 
 export type ProductUpdateResult = 'refreshed' | 'invalidated' | 'not_cached' | 'ignored';
 
+/** `scope`, when given: the offline session's scopes as the caller just read them (null: no session). */
+export type EnrichShop = { id: string; domain: string; scope?: string | null };
+
 export interface ProductCatalog {
-  enrich(shop: { id: string; domain: string }, items: readonly LineItemLike[]): Promise<EnrichResult>;
+  enrich(shop: EnrichShop, items: readonly LineItemLike[]): Promise<EnrichResult>;
   /** products/update: refreshes a cached row from the payload (no API call); rows not cached stay uncached. */
   onProductUpdate(shopId: string, payload: unknown): Promise<ProductUpdateResult>;
   /** products/delete: removes the row. True when there was one. */
@@ -117,14 +120,19 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
     return session;
   }
 
-  /** The shop's granted scopes, read with its offline session at most once per scopeTtlMs. */
-  async function grantedScope(shop: { id: string; domain: string }): Promise<string | undefined> {
+  /** The shop's granted scopes: as the caller read them, or read with its offline session at most once per scopeTtlMs. */
+  async function grantedScope(shop: EnrichShop): Promise<string | undefined> {
+    if (shop.scope === null) throw new NoSessionError();
+    if (shop.scope !== undefined) {
+      scopes.set(shop.id, { scope: shop.scope, at: now().getTime() });
+      return shop.scope;
+    }
     const known = scopes.get(shop.id);
     if (known && now().getTime() - known.at < scopeTtlMs) return known.scope;
     return (await sessionOf(shop)).scope;
   }
 
-  async function lookup(shop: { id: string; domain: string }, items: readonly LineItemLike[], signal: AbortSignal, deadline: number, progress: Progress): Promise<EnrichOutcome> {
+  async function lookup(shop: EnrichShop, items: readonly LineItemLike[], signal: AbortSignal, deadline: number, progress: Progress): Promise<EnrichOutcome> {
     const productIds = unique(items.map((i) => i.product_id));
     if (productIds.length === 0) return 'hit';
     if (!hasScopes(await grantedScope(shop), FEATURE_SCOPES.product_images)) {

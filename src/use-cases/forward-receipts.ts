@@ -30,8 +30,12 @@ export interface ForwardResult {
   shops: Set<string>;
 }
 
-/** Looks up the product images and links of a shop's line items (bounded in time; never throws). */
-export type EnrichItems = (shop: { id: string; domain: string }, items: LineItemIds) => Promise<ProductLookup>;
+/**
+ * Looks up the product images and links of a shop's line items (bounded in time; never throws).
+ * `scope`: the scopes of the shop's offline session as the caller just read them (null: none),
+ * which spares reading the session when no Admin API call is needed.
+ */
+export type EnrichItems = (shop: { id: string; domain: string; scope?: string | null }, items: LineItemIds) => Promise<ProductLookup>;
 type LineItemIds = Array<{ product_id: string | null; variant_id: string | null }>;
 
 /** Topics whose payload lists line items (fulfillment events take theirs from stored state). */

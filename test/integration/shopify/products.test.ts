@@ -193,6 +193,11 @@ describe('product images for line items', () => {
       expect(loadsOf(SHOP)).toBe(2);
       expect((await fresh.enrich(shop, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('hit');
       expect(loadsOf(SHOP)).toBe(2);
+      // stage 2 passes the scopes it read with the shop: no session read for them at all
+      clock += 61_000;
+      expect((await fresh.enrich({ ...shops.get(NO_SCOPE)!, scope: 'read_orders' }, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('no_scope');
+      expect((await fresh.enrich({ ...shop, scope: WITH_PRODUCTS }, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('hit');
+      expect([loadsOf(NO_SCOPE), loadsOf(SHOP)]).toEqual([2, 2]);
     } finally {
       loads.mockRestore();
     }
