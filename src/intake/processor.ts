@@ -67,6 +67,11 @@ export interface ProcessorDeps {
   leaseMs?: number;
   /** The slow safety poll when no wake-up comes. */
   safetyPollMs?: number;
+  /**
+   * Under a stream of receipts, how long a wake-up that comes within this time of the last
+   * batch waits for more before the next batch (default 10 ms; 0: never). See run().
+   */
+  lingerMs?: number;
   /** How long processed receipts are kept for deduplication (RECEIPT_RETENTION_DAYS). */
   retentionMs?: number;
 }
@@ -98,6 +103,8 @@ export class ReceiptProcessor {
   private wake?: () => void;
   private woken = false;
   private lastRetention = 0;
+  /** When the last drain that processed anything ended (epoch ms). */
+  private lastBatchAt = 0;
   private seeded = false;
   private readonly leaseStatement: RawStatement<{ partition: number }>;
 
@@ -129,9 +136,15 @@ export class ReceiptProcessor {
 
   private async run(): Promise<void> {
     while (!this.stopping) {
+      // Receipts arriving one every few ms (200 shops' orders at once) woke a batch each, of one
+      // or two receipts, and each batch's fixed cost (lease, the plan's reads, a transaction:
+      // about a dozen statements) was most of stage 2's. A wake-up this soon after a batch waits
+      // a few ms, so the receipts of that time share one; an idle shop's receipt goes at once.
+      const linger = this.deps.lingerMs ?? 10;
+      if (linger > 0 && Date.now() - this.lastBatchAt < linger && !this.stopping) await new Promise((r) => setTimeout(r, linger));
       this.woken = false;
       try {
-        await this.drainAll();
+        if ((await this.drainAll()) > 0) this.lastBatchAt = Date.now();
         await this.housekeeping();
       } catch (err) {
         this.deps.logger.error({ err: (err as Error).message }, 'receipt processing failed; retrying');

@@ -260,3 +260,40 @@ describe(`stage 2: a batch spans the partitions a process leased (${testProvider
     expect([...readsOf.values()]).toEqual(Array(PARTITIONS).fill(1));
   });
 });
+
+describe(`stage 2: receipts arriving a few ms apart share a batch (${testProvider})`, () => {
+  let s: Stack;
+  beforeAll(async () => {
+    s = await startStack({ server: { processor: { lingerMs: 150 } } });
+  });
+  afterAll(() => s.close());
+
+  const processed = async (prefix: string) => s.app.db.webhookReceipt.count({ where: { webhookId: { startsWith: prefix }, processedAt: { not: null } } });
+
+  it('a wake-up soon after a batch waits for the receipts behind it; an idle one goes at once', async () => {
+    const reads = jest.spyOn(s.app.receipts, 'pending');
+    const batches = () => reads.mock.results.filter((r) => r.type === 'return').length;
+    try {
+      // idle: the first receipt is processed as soon as it is stored
+      const t0 = Date.now();
+      await s.app.receipts.insert([receipt('linger-first')]);
+      s.app.processor.nudge();
+      await s.until(async () => (await processed('linger-first')) === 1, 5_000, 'the first receipt');
+      expect(Date.now() - t0).toBeLessThan(1_000);
+      const before = reads.mock.calls.length;
+      // five more, 10 ms apart, each with its own wake-up, right behind that batch
+      for (let i = 0; i < 5; i++) {
+        await s.app.receipts.insert([receipt(`linger-next-${i}`)]);
+        s.app.processor.nudge();
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await s.until(async () => (await processed('linger-next-')) === 5, 5_000, 'the five');
+      const withWork = (await Promise.all(reads.mock.results.slice(before).map((r) => r.value as Promise<unknown[]>))).filter((rows) => rows.length > 0);
+      // without the wait, each wake-up took a batch of its own (five)
+      expect(withWork.length).toBeLessThanOrEqual(2);
+      expect(batches()).toBeGreaterThan(before);
+    } finally {
+      reads.mockRestore();
+    }
+  });
+});
