@@ -9,6 +9,7 @@ import pg from 'pg';
 import type { PrismaClient } from '@prisma/client';
 import { PrismaBetterSQLite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
+import { startCheckpointer, type Checkpointer } from './checkpointer';
 import { Mutex } from './mutex';
 
 export type Db = PrismaClient;
@@ -57,6 +58,8 @@ function clientClassFor(provider: DbProvider): PrismaClientClass {
 export interface DbOptions {
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /** Told when SQLite's checkpoint thread fails (the connection then checkpoints itself again). */
+  onWarning?: (message: string) => void;
 }
 
 type Factory = { connect(): Promise<Adapter> };
@@ -167,10 +170,20 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const lock = new Mutex();
   let conn: BetterSqlite3.Database | null = null;
+  let checkpointer: Checkpointer | null = null;
   // Epoch-ms timestamps let raw SQL (the claim query) compare integers.
   const adapter = wrapConnect(new PrismaBetterSQLite3({ url: file, timeout: 10000 }, { timestampFormat: 'unixepoch-ms' }), (a) => {
     conn = (a as unknown as { client: BetterSqlite3.Database }).client;
     configureSqlite(conn);
+    // no commit on the event loop copies the WAL into the file: a thread of its own does
+    if (file !== ':memory:') {
+      checkpointer = startCheckpointer(conn, file, { onWarning: options.onWarning });
+      const dispose = (a as unknown as { dispose(): Promise<void> }).dispose.bind(a);
+      (a as unknown as { dispose(): Promise<void> }).dispose = async () => {
+        await checkpointer?.stop();
+        await dispose();
+      };
+    }
     return serialisedSqlite(a, lock);
   });
   const db = new PrismaClientOf({ adapter });

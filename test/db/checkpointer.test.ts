@@ -1,0 +1,73 @@
+// SQLite's WAL is checkpointed by a thread of its own, never by a commit on the event loop; if
+// that thread fails, the connection checkpoints itself again (the WAL never grows unbounded).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { startCheckpointer } from '../../src/db/checkpointer';
+import { configureSqlite } from '../../src/db/client';
+
+const walPages = (file: string) => Math.floor(fs.statSync(`${file}-wal`).size / 4096);
+
+describe('the SQLite checkpoint thread', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'checkpointer-'));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  function open(name: string) {
+    const file = path.join(dir, name);
+    const conn = new Database(file);
+    configureSqlite(conn);
+    conn.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)');
+    const insert = conn.prepare('INSERT INTO t (body) VALUES (?)');
+    const write = (rows: number) => conn.transaction(() => {
+      for (let i = 0; i < rows; i++) insert.run('x'.repeat(2000));
+    })();
+    return { file, conn, write };
+  }
+
+  it('leaves the WAL to the thread: commits past 1,000 pages do not checkpoint, the thread does', async () => {
+    const { file, conn, write } = open('a.db');
+    // a thread that will not run for a minute: the commits alone
+    const later = startCheckpointer(conn, file, { everyMs: 60_000 });
+    expect(conn.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    // over 2,000 pages in commits of about 75: SQLite's default would have checkpointed at 1,000
+    for (let i = 0; i < 30; i++) write(150);
+    expect(walPages(file)).toBeGreaterThan(2000);
+    await later.stop();
+    const cp = startCheckpointer(conn, file, { everyMs: 50 });
+    try {
+      const deadline = Date.now() + 5_000;
+      while (cp.checkpoints === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(cp.checkpoints).toBeGreaterThan(0);
+      // the thread copied the frames: a checkpoint now finds nothing left to copy
+      const [r] = conn.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
+      expect(r!.checkpointed).toBe(r!.log);
+      expect(conn.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 4500 });
+    } finally {
+      await cp.stop();
+      conn.close();
+    }
+  });
+
+  it('gives the connection its own checkpoints back when the thread fails', async () => {
+    const { file, conn, write } = open('b.db');
+    const warnings: string[] = [];
+    // a thread that cannot open the database fails at once
+    const cp = startCheckpointer(conn, path.join(dir, 'missing', 'b.db'), { everyMs: 50, onWarning: (m) => warnings.push(m) });
+    try {
+      const deadline = Date.now() + 5_000;
+      while (warnings.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(warnings.join(' ')).toMatch(/unable to open|directory does not exist|exited/i);
+      expect(conn.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+      for (let i = 0; i < 30; i++) write(150);
+      // the commits past 1,000 pages checkpointed and the WAL started over: it never held them all
+      expect(walPages(file)).toBeLessThan(1500);
+    } finally {
+      await cp.stop();
+      conn.close();
+    }
+  });
+});
