@@ -10,8 +10,8 @@ import { API_SECRET, heading, runMain, signedOrderRequests, signedWebhook } from
 const SHOP = 'bench-store.myshopify.com';
 const BODIES = 200;
 
-/** Fresh webhook id on every request; the 200 bodies are signed once. */
-function openRequests() {
+/** The open loop's requests (built in the generator's process): a fresh webhook id on every request; the 200 bodies are signed once. */
+export function openRequests() {
   const prefix = randomBytes(4).toString('hex');
   const signed = Array.from({ length: BODIES }, (_, n) => signedWebhook(SHOP, 'orders/create', sampleOrder(n), ''));
   return (i: number) => {
@@ -29,7 +29,7 @@ export async function runIngest(): Promise<void> {
     bare: { name: 'bare express route (HMAC only)', env: { SHOPIFY_API_SECRET: API_SECRET } },
     shop: SHOP,
     closedRequests: () => signedOrderRequests(SHOP, BODIES),
-    openRequest: openRequests,
+    openRequests: { module: 'ingest', factory: 'openRequests' },
     unitsPerReceipt: 1,
     unit: 'receipts',
   });

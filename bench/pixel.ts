@@ -33,6 +33,12 @@ function batch(n: number, id: string): string {
 
 const HEADERS = { 'content-type': 'text/plain;charset=UTF-8', origin: STORE };
 
+/** The open loop's requests (built in the generator's process): a fresh client id and event ids on every request. */
+export function openRequests() {
+  const prefix = randomBytes(4).toString('hex');
+  return (i: number) => ({ path: PIXEL_PATH, headers: HEADERS, body: batch(i % BODIES, `${prefix}-${i}`) });
+}
+
 export async function runPixel(): Promise<void> {
   heading(
     'Storefront pixel: stage 1 (POST /pixel/events) beside a bare route, and stage 2',
@@ -55,10 +61,7 @@ export async function runPixel(): Promise<void> {
       let i = 0;
       return [{ method: 'POST', path: PIXEL_PATH, headers: HEADERS, setupRequest: (req) => ({ ...req, body: batch(i % BODIES, `${prefix}-k${i++}`) }) }];
     },
-    openRequest: () => {
-      const prefix = randomBytes(4).toString('hex');
-      return (i: number) => ({ path: PIXEL_PATH, headers: HEADERS, body: batch(i % BODIES, `${prefix}-${i}`) });
-    },
+    openRequests: { module: 'pixel', factory: 'openRequests' },
     unitsPerReceipt: 5,
     unit: 'events',
   });

@@ -47,7 +47,7 @@ interface Outcome {
   setup: Setup;
   idleCpu: number[];
   idleRequests: number;
-  hot: { latencies: number[]; missing: number; refused: number; stages: Stages };
+  hot: { latencies: number[]; missing: number; refused: number; stages: Stages; cpuMsPerOrder: number };
   burst: { r429: number; maxWindow: number; rate: number; delivered: number; missing: number; refused: number; drainS: number };
   duplicates: number;
   appLag: string;
@@ -130,6 +130,7 @@ async function scenario(setup: Setup): Promise<Outcome> {
     const tag = randomBytes(3).toString('hex');
     const sentAt = new Map<string, number>();
     let hotRefused = 0;
+    const hotCpu0 = apps.reduce((sum, a) => sum + a.cpuSeconds(), 0);
     await Promise.all(
       Array.from({ length: HOT }, async (_, i) => {
         const id = `hot-${tag}-${i}`;
@@ -138,6 +139,8 @@ async function scenario(setup: Setup): Promise<Outcome> {
       }),
     );
     const hotMissing = await events.waitFor(sentAt.keys(), 60_000);
+    // what bounds the latency on a machine this size: the app's CPU per order, all stages
+    const cpuMsPerOrder = ((apps.reduce((sum, a) => sum + a.cpuSeconds(), 0) - hotCpu0) * 1000) / HOT;
     const latencies = [...sentAt].flatMap(([id, at]) => (events.bySource.get(id) ?? []).slice(0, 1).map((e) => e.receivedAt - at));
     const stages = await stageBreakdown(db, `hot-${tag}-`, sentAt, events);
 
@@ -175,7 +178,7 @@ async function scenario(setup: Setup): Promise<Outcome> {
       setup,
       idleCpu,
       idleRequests,
-      hot: { latencies, missing: hotMissing, refused: hotRefused, stages },
+      hot: { latencies, missing: hotMissing, refused: hotRefused, stages, cpuMsPerOrder },
       burst: {
         r429: sends.filter((r) => r.status === 429).length,
         maxWindow: maxInWindow(sends.map((r) => r.at)),
@@ -231,7 +234,7 @@ export async function runScale(): Promise<void> {
     ]);
     notes.push(
       `- ${s.name}: requests to the service while idle ${o.idleRequests}; ${HOT} shops: ${o.hot.latencies.length} delivered, ${o.hot.missing} missing, ${o.hot.refused} webhooks refused, ` +
-        `p50 / p99 ms of sent → stored ${pp(o.hot.stages.stored)}, stored → processed by stage 2 ${pp(o.hot.stages.processed)}, processed → accepted by the service ${pp(o.hot.stages.delivered)}; ` +
+        `p50 / p99 ms of sent → stored ${pp(o.hot.stages.stored)}, stored → processed by stage 2 ${pp(o.hot.stages.processed)}, processed → accepted by the service ${pp(o.hot.stages.delivered)}, app CPU ${fmt(o.hot.cpuMsPerOrder, 1)} ms per order (all processes, intake to accepted); ` +
         `burst: ${o.burst.delivered} delivered, ${o.burst.missing} missing, ${o.burst.refused} refused, ${fmt(o.burst.drainS, 1)} s from first webhook to last event; ` +
         `event-loop delay p99/max ms: app ${o.appLag} (${s.roles.join(', ')}), emulator ${fmt(o.emulatorLag.p99, 0)}/${fmt(o.emulatorLag.max, 0)}.`,
     );
