@@ -40,8 +40,11 @@ export interface PipelineDeps {
   /** Product images and links for line items. */
   enrich?: EnrichItems;
   worker?: Partial<WorkerDeps>;
-  processor?: Partial<Pick<ProcessorDeps, 'batchSize' | 'turnMs' | 'leaseMs' | 'safetyPollMs' | 'retentionMs'>>;
+  processor?: ProcessorTimings;
 }
+
+/** Stage 2's timings a caller may set (tests, the server's options). */
+export type ProcessorTimings = Partial<Pick<ProcessorDeps, 'batchSize' | 'turnMs' | 'leaseMs' | 'safetyPollMs' | 'retentionMs' | 'lingerMs'>>;
 
 export interface Pipeline {
   intake: Intake;

@@ -9,7 +9,7 @@ import type { Config } from './config';
 import { createSecretBox } from './crypto/secret-box';
 import { createDb, type Db } from './db/client';
 import { applyMigrations } from './db/migrate';
-import type { ProcessorDeps, SideHandler } from './intake/processor';
+import type { SideHandler } from './intake/processor';
 import type { ReceiptStore } from './intake/receipt-store';
 import type { Intake } from './intake/intake';
 import { adminRoutes } from './http/admin.routes';
@@ -25,7 +25,7 @@ import { Pacer } from './outbox/pacer';
 import { OutboxRepository } from './outbox/repository';
 import type { DeliveryWorker, WorkerDeps } from './outbox/worker';
 import type { ReceiptProcessor } from './intake/processor';
-import { buildPipeline } from './pipeline';
+import { buildPipeline, type ProcessorTimings } from './pipeline';
 import { createServiceClient } from './service/client';
 import type { ServiceClient } from './service/types';
 import { fetchGrantedScopes } from './shopify/access-scopes';
@@ -80,7 +80,7 @@ export interface StartOptions {
   /** Worker timings for tests (safety poll, sweep, lanes, ...). */
   worker?: Partial<Pick<WorkerDeps, 'safetyPollMs' | 'sweepEveryMs' | 'reconcileEveryMs' | 'laneQuantumMs' | 'leaseMs' | 'lanes' | 'recordRetryMs'>>;
   /** Stage-2 timings for tests. */
-  processor?: Partial<Pick<ProcessorDeps, 'batchSize' | 'turnMs' | 'leaseMs' | 'safetyPollMs' | 'retentionMs'>>;
+  processor?: ProcessorTimings;
   /** Timings of the historical-import runner, for tests. */
   backfillRunner?: Partial<BackfillRunnerDeps>;
 }

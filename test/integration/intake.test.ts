@@ -270,16 +270,14 @@ describe(`stage 2: receipts arriving a few ms apart share a batch (${testProvide
 
   const processed = async (prefix: string) => s.app.db.webhookReceipt.count({ where: { webhookId: { startsWith: prefix }, processedAt: { not: null } } });
 
-  it('a wake-up soon after a batch waits for the receipts behind it; an idle one goes at once', async () => {
+  it('a wake-up soon after a batch waits for the receipts behind it', async () => {
     const reads = jest.spyOn(s.app.receipts, 'pending');
     const batches = () => reads.mock.results.filter((r) => r.type === 'return').length;
     try {
-      // idle: the first receipt is processed as soon as it is stored
-      const t0 = Date.now();
+      // a first batch, after which the processor counts as busy for lingerMs
       await s.app.receipts.insert([receipt('linger-first')]);
       s.app.processor.nudge();
       await s.until(async () => (await processed('linger-first')) === 1, 5_000, 'the first receipt');
-      expect(Date.now() - t0).toBeLessThan(1_000);
       const before = reads.mock.calls.length;
       // five more, 10 ms apart, each with its own wake-up, right behind that batch
       for (let i = 0; i < 5; i++) {
