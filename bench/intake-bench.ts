@@ -154,8 +154,8 @@ export async function runIntakeBench(spec: IntakeSpec): Promise<void> {
       for (const t of targets) await openRound(t, 2, false); // JIT, pools, page cache
       // Latency at the offered rate first, then throughput: a closed-loop round saturates the
       // server and leaves work behind it (PostgreSQL's autovacuum of thousands of new rows, WAL
-      // checkpoints, old-space GC) that a steady 1,000/s does not make. Measured right after one,
-      // the open loop's p99 was that aftermath's (and the generator's lag rose with it).
+      // checkpoints, old-space GC) that a steady 1,000/s does not make. Right after one, an
+      // open-loop round measured part of that aftermath (its generator's lag rose too).
       for (let round = 0; round < ROUNDS; round++) {
         for (const t of targets) {
           await openRound(t, OPEN_S, true);
