@@ -1,11 +1,14 @@
-// SQLite's WAL, checkpointed from a worker thread of its own. With the default auto-checkpoint,
-// the commit that takes the WAL past 1,000 pages copies the whole WAL into the database file
-// (and syncs it) before it returns, on the event loop: every request and lane waits. At 1,000
-// webhooks/s of 2 KB bodies that is a commit every second or two, and after a bulk write by
-// another connection (an import, a migration) the first commit copies all of it. Here the app's
-// connection never checkpoints (wal_autocheckpoint = 0); a second connection in this thread runs
-// a PASSIVE checkpoint (it never blocks a reader or the writer) every interval. If the thread
-// fails, the connection's auto-checkpoint is switched back on, so the WAL cannot grow unbounded.
+// SQLite's WAL, checkpointed from a worker thread, never by a commit on the event loop. With
+// the default auto-checkpoint, the commit that takes the WAL past 1,000 pages copies the whole
+// WAL into the database file (and syncs it) before it returns, on the event loop: every request
+// and lane waits. At 1,000 webhooks/s of 2 KB bodies that is a commit every second or two, and
+// after a bulk write by another connection (an import, a migration) the first commit copies all
+// of it. Here the app's connection never checkpoints (wal_autocheckpoint = 0); a connection of
+// the thread's own runs a PASSIVE checkpoint (it never blocks a reader or the writer) every
+// interval. One thread serves every database file of the process (a process has one; a test
+// run opens hundreds, and a thread each cost about 20 ms to start). If the thread cannot serve
+// a file, or fails, that connection's auto-checkpoint is switched back on, so its WAL cannot
+// grow unbounded.
 import { Worker } from 'node:worker_threads';
 import type BetterSqlite3 from 'better-sqlite3';
 
@@ -16,26 +19,41 @@ const DEFAULT_AUTO_CHECKPOINT = 1000;
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
-const db = new Database(workerData.file, { timeout: 1000 });
-db.pragma('secure_delete = ON');
-let stopped = false;
-const tick = () => {
-  if (stopped) return;
+const files = new Map();
+const checkpoint = (id, f) => {
   try {
-    const [r] = db.pragma('wal_checkpoint(PASSIVE)');
-    if (r && r.log > 0) parentPort.postMessage({ checkpointed: r.checkpointed, log: r.log });
+    const [r] = f.db.pragma('wal_checkpoint(PASSIVE)');
+    if (r && r.log > 0) parentPort.postMessage({ id, checkpointed: r.checkpointed, log: r.log });
   } catch (err) {
-    parentPort.postMessage({ error: String(err && err.message || err) });
+    parentPort.postMessage({ id, error: String((err && err.message) || err) });
   }
-  timer = setTimeout(tick, workerData.everyMs);
 };
-let timer = setTimeout(tick, workerData.everyMs);
+const schedule = (id, f) => {
+  f.timer = setTimeout(() => {
+    checkpoint(id, f);
+    schedule(id, f);
+  }, f.everyMs);
+};
 parentPort.on('message', (m) => {
-  if (m !== 'stop') return;
-  stopped = true;
-  clearTimeout(timer);
-  db.close();
-  parentPort.close();
+  if (m.op === 'add') {
+    let db;
+    try {
+      db = new Database(m.file, { timeout: 1000, fileMustExist: true });
+      db.pragma('secure_delete = ON');
+    } catch (err) {
+      parentPort.postMessage({ id: m.id, failed: String((err && err.message) || err) });
+      return;
+    }
+    const f = { db, everyMs: m.everyMs, timer: null };
+    files.set(m.id, f);
+    schedule(m.id, f);
+  } else if (m.op === 'remove') {
+    const f = files.get(m.id);
+    if (!f) return;
+    files.delete(m.id);
+    clearTimeout(f.timer);
+    f.db.close();
+  }
 });
 `;
 
@@ -45,35 +63,63 @@ export interface Checkpointer {
   stop(): Promise<void>;
 }
 
+interface Served {
+  conn: BetterSqlite3.Database;
+  checkpoints: number;
+  onWarning?: (message: string) => void;
+}
+
+const served = new Map<number, Served>();
+let thread: Worker | null = null;
+let nextId = 0;
+
+/** The connection checkpoints itself again: the thread cannot serve it. */
+function fallBack(s: Served, message: string): void {
+  if (s.conn.open) s.conn.pragma(`wal_autocheckpoint = ${DEFAULT_AUTO_CHECKPOINT}`);
+  s.onWarning?.(message);
+}
+
+function theThread(): Worker {
+  if (thread) return thread;
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver: require.resolve('better-sqlite3') } });
+  worker.on('message', (m: { id: number; checkpointed?: number; error?: string; failed?: string }) => {
+    const s = served.get(m.id);
+    if (!s) return;
+    if (m.failed !== undefined) {
+      served.delete(m.id);
+      fallBack(s, `the WAL checkpoint thread cannot open the database: ${m.failed}`);
+    } else if (m.error !== undefined) s.onWarning?.(`WAL checkpoint failed: ${m.error}`);
+    else if (m.checkpointed) s.checkpoints += 1;
+  });
+  const lost = (message: string) => {
+    if (thread !== worker) return;
+    thread = null;
+    for (const s of served.values()) fallBack(s, message);
+    served.clear();
+  };
+  worker.on('error', (err) => lost(`the WAL checkpoint thread failed: ${err.message}`));
+  worker.on('exit', (code) => lost(`the WAL checkpoint thread exited with ${code}`));
+  // it must not keep a process alive that is otherwise done (after the listeners: adding a
+  // 'message' listener refs the worker again)
+  worker.unref();
+  thread = worker;
+  return worker;
+}
+
+/** Hands `conn`'s WAL (the database at `file`) to the checkpoint thread until stop(). */
 export function startCheckpointer(conn: BetterSqlite3.Database, file: string, opts: { everyMs?: number; onWarning?: (message: string) => void } = {}): Checkpointer {
   conn.pragma('wal_autocheckpoint = 0');
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver: require.resolve('better-sqlite3'), file, everyMs: opts.everyMs ?? 1000 } });
-  // it must not keep a process alive that is otherwise done
-  worker.unref();
-  let checkpoints = 0;
-  let stopping = false;
-  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-  const fallBack = (message: string) => {
-    if (conn.open) conn.pragma(`wal_autocheckpoint = ${DEFAULT_AUTO_CHECKPOINT}`);
-    opts.onWarning?.(message);
-  };
-  worker.on('message', (m: { checkpointed?: number; error?: string }) => {
-    if (m.error) opts.onWarning?.(`WAL checkpoint failed: ${m.error}`);
-    else if (m.checkpointed) checkpoints += 1;
-  });
-  worker.on('error', (err) => fallBack(err.message));
-  worker.on('exit', (code) => {
-    if (!stopping) fallBack(`the checkpoint thread exited with ${code}`);
-  });
+  const id = ++nextId;
+  const s: Served = { conn, checkpoints: 0, onWarning: opts.onWarning };
+  served.set(id, s);
+  theThread().postMessage({ op: 'add', id, file, everyMs: opts.everyMs ?? 1000 });
   return {
     get checkpoints() {
-      return checkpoints;
+      return s.checkpoints;
     },
     stop: async () => {
-      if (stopping) return;
-      stopping = true;
-      worker.postMessage('stop');
-      await exited;
+      if (!served.delete(id)) return;
+      thread?.postMessage({ op: 'remove', id });
     },
   };
 }

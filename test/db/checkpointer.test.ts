@@ -52,7 +52,7 @@ describe('the SQLite checkpoint thread', () => {
     }
   });
 
-  it('gives the connection its own checkpoints back when the thread fails', async () => {
+  it('gives the connection its own checkpoints back when the thread cannot serve its file', async () => {
     const { file, conn, write } = open('b.db');
     const warnings: string[] = [];
     // a thread that cannot open the database fails at once
