@@ -1,7 +1,7 @@
 // Memory while reading a bulk operation's JSONL result: the real download (undici, with the
 // fake shop's storage server streaming a generated file), line splitter, grouper and mapper.
 // RSS and heap are sampled while reading; flat means the peak does not grow with the file.
-// Run: node --expose-gc --import tsx bench/backfill-memory.ts [sizes in MB, default 5 50 200]
+// Run: node --expose-gc --import tsx bench/backfill-memory.ts [--json] [sizes in MB, default 5 50 200]
 import { setImmediate as turn } from 'node:timers/promises';
 import { jsonlLines, RootGrouper } from '../src/backfill/jsonl';
 import { createShopifyBulkSource } from '../src/backfill/shopify-bulk';
@@ -90,6 +90,8 @@ async function main(): Promise<void> {
   const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
   const rows: MemoryRow[] = [];
   for (const mb of sizes.length ? sizes : [5, 50, 200]) rows.push(await measureParse(mb));
+  // --json: the rows alone, for a test that measures in a fresh process of its own
+  if (process.argv.includes('--json')) return void process.stdout.write(`${JSON.stringify(rows)}\n`);
   process.stdout.write(`Reading a bulk JSONL result (MB of memory)${gc ? '' : ' (run with --expose-gc for steadier numbers)'}\n${formatTable(rows)}\n`);
 }
 
