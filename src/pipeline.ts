@@ -64,7 +64,7 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
   const { config, db, logger, metrics, now } = deps;
   const provider = config.dbProvider;
   const raw = rawOf(db);
-  const wakeups = createWakeups({ logger, pg: raw.provider === 'postgres' ? { pool: raw.pool, connectionString: config.databaseUrl } : undefined });
+  const wakeups = createWakeups({ logger, pg: raw.provider === 'postgres' ? { pool: raw.lazy, connectionString: config.databaseUrl } : undefined });
   const queue = new ShopQueue(db, provider);
   const receipts = new ReceiptStore(db, provider);
 

@@ -30,7 +30,19 @@ export function sqliteFile(url: string): string {
  */
 export type RawDb =
   | { provider: 'sqlite'; exclusive<T>(fn: (conn: BetterSqlite3.Database) => T): Promise<T> }
-  | { provider: 'postgres'; pool: pg.Pool };
+  | {
+      provider: 'postgres';
+      pool: pg.Pool;
+      /**
+       * A small pool whose sessions commit without waiting for the WAL flush
+       * (synchronous_commit = off), for bookkeeping that a crash of the database may lose
+       * without harm: the pacer's send times, leases, wake-ups, "last delivered". Its commits
+       * are visible to every session at once, as any commit; only durability is relaxed, and a
+       * later durable commit (a delivery, a receipt) flushes them anyway. Never for anything a
+       * message's fate depends on.
+       */
+      lazy: pg.Pool;
+    };
 
 const raws = new WeakMap<object, RawDb>();
 
@@ -55,10 +67,13 @@ function clientClassFor(provider: DbProvider): PrismaClientClass {
   return mod.PrismaClient;
 }
 
+/** Connections of a PostgreSQL client's bookkeeping pool (RawDb.lazy). */
+export const LAZY_POOL_SIZE = 3;
+
 export interface DbOptions {
   /** PostgreSQL pool size. */
   poolSize?: number;
-  /** Told when SQLite's checkpoint thread fails (the connection then checkpoints itself again). */
+  /** Told when SQLite's checkpoint thread fails (the connection then checkpoints itself again), or a PostgreSQL bookkeeping connection drops. */
   onWarning?: (message: string) => void;
 }
 
@@ -157,13 +172,22 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
   const PrismaClientOf = clientClassFor(provider);
   if (provider === 'postgres') {
     const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
+    // its statements are one short write each: a few connections serve them
+    const lazy = new pg.Pool({ connectionString: url, max: LAZY_POOL_SIZE, connectionTimeoutMillis: 5000, options: '-c synchronous_commit=off' });
+    // an idle connection the server drops (a restart) is taken out of the pool; unheard, the
+    // pool's 'error' would be an uncaught exception
+    lazy.on('error', (err) => options.onWarning?.(`a bookkeeping connection to PostgreSQL failed: ${err.message}`));
     const adapter = wrapConnect(new PrismaPg(pool, { disposeExternalPool: true }), (a) => {
       const start = a.startTransaction.bind(a);
       a.startTransaction = async (isolationLevel) => releasingFailedEnds(await start(isolationLevel));
+      const dispose = (a as unknown as { dispose(): Promise<void> }).dispose.bind(a);
+      (a as unknown as { dispose(): Promise<void> }).dispose = async () => {
+        await Promise.all([dispose(), lazy.end().catch(() => undefined)]);
+      };
       return a;
     });
     const db = new PrismaClientOf({ adapter });
-    raws.set(db, { provider, pool });
+    raws.set(db, { provider, pool, lazy });
     return db;
   }
   const file = sqliteFile(url);

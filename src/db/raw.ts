@@ -88,23 +88,37 @@ export function execCompiled<R>(conn: BetterSqlite3.Database, name: string, st: 
   return execSqlite<R>(conn, name, st.text, st.order.map((n) => params[n - 1]));
 }
 
-/**
- * `replan`: on PostgreSQL, plan every execution with its parameters (an unnamed statement) rather
- * than letting the server settle on a generic plan, for a statement whose best plan depends on
- * how much data the parameters select (the claim behind a deep backlog).
- */
-export function prepare<R>(raw: RawDb, name: string, build: StatementBuilder, opts: { replan?: boolean } = {}): RawStatement<R> {
+export interface PrepareOptions {
+  /**
+   * On PostgreSQL, plan every execution with its parameters (an unnamed statement) rather than
+   * letting the server settle on a generic plan, for a statement whose best plan depends on how
+   * much data the parameters select (the claim behind a deep backlog).
+   */
+  replan?: boolean;
+  /**
+   * On PostgreSQL, run on the bookkeeping pool (RawDb.lazy), whose commits do not wait for the
+   * WAL flush: for a write a database crash may lose without harm (a send time, a lease), never
+   * for one a message's fate depends on. A flush waited for took 4 to 36 ms at p99 on these machines
+   * (bench/pg-commit-probe.cjs), and a pacer take answered that late must be moved by a second write.
+   * (SQLite commits in WAL mode with synchronous = NORMAL, never flushing per commit.)
+   */
+  lazyCommit?: boolean;
+}
+
+/** A statement prepared once per connection (PostgreSQL) or cached on the connection (SQLite). */
+export function prepare<R>(raw: RawDb, name: string, build: StatementBuilder, opts: PrepareOptions = {}): RawStatement<R> {
   if (raw.provider === 'sqlite') {
     const st = compileSqlite(build);
     return { run: (params) => raw.exclusive((conn) => execCompiled<R>(conn, name, st, paramsOf(params)).rows) };
   }
   const text = build((n, type) => (type ? `$${n}::${type}` : `$${n}`), 'postgres');
   const query = (values: unknown[]) => ({ ...(opts.replan ? {} : { name }), text, values, types: PG_TYPES });
+  const pool = opts.lazyCommit ? raw.lazy : raw.pool;
   return {
     run: async (params) => {
-      if (typeof params !== 'function') return (await raw.pool.query<R & pg.QueryResultRow>(query(params))).rows;
+      if (typeof params !== 'function') return (await pool.query<R & pg.QueryResultRow>(query(params))).rows;
       // pool.query, but with the parameters computed once a connection is ours
-      return withPoolClient(raw.pool, async (client) => (await client.query<R & pg.QueryResultRow>(query(params()))).rows);
+      return withPoolClient(pool, async (client) => (await client.query<R & pg.QueryResultRow>(query(params()))).rows);
     },
   };
 }

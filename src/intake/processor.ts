@@ -112,7 +112,7 @@ export class ReceiptProcessor {
     this.processorId = deps.processorId ?? `p-${randomUUID().slice(0, 8)}`;
     this.now = deps.now ?? (() => new Date());
     this.sql = new Sql(deps.db, deps.provider);
-    this.leaseStatement = prepare(rawOf(deps.db), 'receipt_lease', LEASE_PENDING);
+    this.leaseStatement = prepare(rawOf(deps.db), 'receipt_lease', LEASE_PENDING, { lazyCommit: true });
   }
 
   start(): void {

@@ -77,10 +77,10 @@ export class ShopQueue {
     readonly provider: DbProvider,
   ) {
     this.sql = new Sql(db, provider);
-    this.leaseStatement = prepare(rawOf(db), 'due_lease', LEASE);
+    this.leaseStatement = prepare(rawOf(db), 'due_lease', LEASE, { lazyCommit: true });
     this.nextWakeStatement = prepare(rawOf(db), 'due_next_wake', NEXT_WAKE);
     this.releaseRead = prepare(rawOf(db), 'due_release_read', RELEASE_READ);
-    this.releaseWrite = prepare(rawOf(db), 'due_release_write', RELEASE_WRITE);
+    this.releaseWrite = prepare(rawOf(db), 'due_release_write', RELEASE_WRITE, { lazyCommit: true });
   }
 
   lower(entries: DueEntry[]): Promise<void> {

@@ -52,6 +52,11 @@ const ENSURE: StatementBuilder = (p) => `
 const SET_LIMIT: StatementBuilder = (p) => `
   UPDATE "WorkspacePacer" SET "limitPerSec" = ${p(1, 'int')}, "updatedAt" = ${p(2, 'timestamp')} WHERE "workspaceId" = ${p(3)}`;
 
+// A send time lost in a crash of the database costs at most one early send after it (a 429 is
+// handled), so the pacer's writes do not wait for the WAL flush (db/raw.ts lazyCommit). Their
+// commits are visible to every process at once, which is what the limit rests on.
+const LAZY = { lazyCommit: true } as const;
+
 /** How many times a late take is moved before it is given up. */
 const MAX_REANCHORS = 2;
 
@@ -114,10 +119,10 @@ export class Pacer {
   constructor(db: Db, provider: DbProvider, opts: PacerOptions = {}) {
     this.sql = new Sql(db, provider);
     this.provider = provider;
-    this.takeStatement = prepare<TakeRow>(rawOf(db), 'pacer_take', TAKE);
-    this.reanchorStatement = prepare(rawOf(db), 'pacer_reanchor', REANCHOR);
-    this.ensureStatement = prepare(rawOf(db), 'pacer_ensure', ENSURE);
-    this.setLimitStatement = prepare(rawOf(db), 'pacer_set_limit', SET_LIMIT);
+    this.takeStatement = prepare<TakeRow>(rawOf(db), 'pacer_take', TAKE, LAZY);
+    this.reanchorStatement = prepare(rawOf(db), 'pacer_reanchor', REANCHOR, LAZY);
+    this.ensureStatement = prepare(rawOf(db), 'pacer_ensure', ENSURE, LAZY);
+    this.setLimitStatement = prepare(rawOf(db), 'pacer_set_limit', SET_LIMIT, LAZY);
     this.guardMs = opts.guardMs ?? DEFAULT_GUARD_MS;
     this.toleranceMs = opts.toleranceMs ?? DEFAULT_TOLERANCE_MS;
     this.perSendUs = (1000 + Math.round(this.guardMs)) * 1000;

@@ -131,7 +131,7 @@ export class DeliveryWorker {
     this.now = deps.now ?? (() => new Date());
     this.lastReconcile = Date.now();
     this.contextStatement = prepare<ContextRow>(rawOf(deps.db), 'worker_context', CONTEXT);
-    this.deliveredStatement = prepare<never>(rawOf(deps.db), 'worker_delivered', DELIVERED);
+    this.deliveredStatement = prepare<never>(rawOf(deps.db), 'worker_delivered', DELIVERED, { lazyCommit: true });
   }
 
   private get maxLanes(): number {

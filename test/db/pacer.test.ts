@@ -1,7 +1,7 @@
 import { Pacer } from '../../src/outbox/pacer';
 import { openTestDb, testProvider } from '../helpers/db';
 import { maxInWindow } from '../helpers/clock';
-import type { Db } from '../../src/db/client';
+import { rawOf, type Db } from '../../src/db/client';
 
 describe(`pacer on ${testProvider}`, () => {
   let db: Db;
@@ -227,5 +227,30 @@ describe(`pacer on ${testProvider}`, () => {
     // a 429 asking for 3 s
     await pacer.observe('ws-i', { limit: 10, remaining: 0 }, true, 3_000);
     expect(await pacer.takeSend('ws-i', { maxWaitMs: 2_000 })).toEqual({ kind: 'busy', until: now + 3_000 });
+  });
+
+  // PostgreSQL: the pacer's writes are bookkeeping, committed without waiting for the WAL flush
+  // (db/raw.ts lazyCommit), on a pool of their own; a delivery's record is not.
+  (testProvider === 'postgres' ? it : it.skip)('takes its sends on the bookkeeping pool, whose sessions do not wait for the WAL flush', async () => {
+    const raw = rawOf(db);
+    if (raw.provider !== 'postgres') throw new Error('postgres only');
+    const setting = async (pool: typeof raw.pool) => (await pool.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit;
+    expect(await setting(raw.lazy)).toBe('off');
+    expect(await setting(raw.pool)).toBe('on');
+    const lazy = jest.spyOn(raw.lazy, 'connect');
+    const durable = jest.spyOn(raw.pool, 'connect');
+    try {
+      const pacer = new Pacer(db, testProvider, { now: () => now });
+      now += 60_000;
+      expect((await pacer.tryTake('ws-lazy')).ok).toBe(true);
+      expect(lazy).toHaveBeenCalled();
+      expect(durable).not.toHaveBeenCalled();
+      // and the take is seen at once by another session, as any commit
+      const row = await db.workspacePacer.findUnique({ where: { workspaceId: 'ws-lazy' } });
+      expect(Number(row!.nextSendUs)).toBeGreaterThan((now - 10) * 1000);
+    } finally {
+      lazy.mockRestore();
+      durable.mockRestore();
+    }
   });
 });
