@@ -33,6 +33,9 @@ export async function runLatency(): Promise<void> {
       let refused = 0;
       try {
         await sleep(1000);
+        // PostgreSQL: WAL flushes over the run (the whole server's, pg_stat_wal; nothing else runs)
+        const walSyncs = async () => (provider === 'postgres' ? Number((await db.query<{ n: string }>('SELECT wal_sync AS n FROM pg_stat_wal'))[0]!.n) : 0);
+        const wal0 = await walSyncs();
         const cpu0 = app.cpuSeconds();
         const w0 = Date.now();
         const tag = randomBytes(3).toString('hex');
@@ -59,9 +62,10 @@ export async function runLatency(): Promise<void> {
           const e = events.bySource.get(id)?.[0];
           if (e) latencies.push(e.receivedAt - at);
         }
+        const flushes = (await walSyncs()) - wal0;
         const stages = await stageBreakdown(db, `lat-${tag}-`, sentAt, events);
         const pp = (v: number[]) => `${fmt(percentile(v, 50), 0)} / ${fmt(percentile(v, 99), 0)}`;
-        notes.push(`- ${provider}: app CPU ${fmt(cpu, 2)} cores over the run (${fmt((cpu * 1000) / (SHOPS * PER_SHOP_PER_S), 1)} ms of CPU per order); p50 / p99 ms of sent → stored ${pp(stages.stored)}, stored → processed by stage 2 ${pp(stages.processed)}, processed → accepted by the service ${pp(stages.delivered)}.`);
+        notes.push(`- ${provider}: app CPU ${fmt(cpu, 2)} cores over the run (${fmt((cpu * 1000) / (SHOPS * PER_SHOP_PER_S), 1)} ms of CPU per order); p50 / p99 ms of sent → stored ${pp(stages.stored)}, stored → processed by stage 2 ${pp(stages.processed)}, processed → accepted by the service ${pp(stages.delivered)}${provider === 'postgres' ? `; WAL flushes ${flushes} (${fmt(flushes / sentAt.size, 1)} per order)` : ''}.`);
         const r429 = (await emulator.requests()).filter((r) => r.status === 429).length;
         rows.push([
           provider, sentAt.size, latencies.length, refused, r429, events.duplicates(),
