@@ -68,7 +68,7 @@ function clientClassFor(provider: DbProvider): PrismaClientClass {
 }
 
 /** Connections of a PostgreSQL client's bookkeeping pool (RawDb.lazy). */
-export const LAZY_POOL_SIZE = 3;
+const LAZY_POOL_SIZE = 3;
 
 export interface DbOptions {
   /** PostgreSQL pool size. */
