@@ -58,6 +58,7 @@ export function sessionTokenMiddleware(deps: SessionTokenDeps): RequestHandler {
     if (!shop) return unauthorized(res, 'invalid_session_token', 'The Shopify session token names no valid shop');
 
     try {
+      const seenAt = Date.now();
       const row = await db.shop.findUnique({ where: { domain: shop }, select: { id: true, domain: true, shopifyId: true, uninstalledAt: true, tokenStatus: true } });
       // After an uninstall (or a token Shopify revoked) a stored session is stale: exchange anew.
       const stale = Boolean(row?.uninstalledAt) || row?.tokenStatus === 'revoked';
@@ -65,7 +66,7 @@ export function sessionTokenMiddleware(deps: SessionTokenDeps): RequestHandler {
       let installed: InstalledShop;
       if (!session) {
         try {
-          session = await tokens.exchangeSessionToken(shop, jwt);
+          session = await tokens.exchangeSessionToken(shop, jwt, seenAt);
         } catch (err) {
           const failure = classifyShopifyError(err);
           logger.warn({ shop, failure: describeShopifyError(err) }, 'token exchange failed');

@@ -28,8 +28,13 @@ export interface OfflineTokens {
    * margin. Null when there is none, or when it has expired and could not be refreshed.
    */
   getOfflineSession(shop: string): Promise<Session | null>;
-  /** Token exchange of an App Bridge session token for an expiring offline token; stores it. */
-  exchangeSessionToken(shop: string, sessionToken: string): Promise<Session>;
+  /**
+   * Token exchange of an App Bridge session token for an expiring offline token; stores it.
+   * `seenAt` (epoch ms): when the caller found no usable session. An exchange for the shop that
+   * finished after it is used instead of another: a request that read before a concurrent
+   * exchange stored its token, and asked after that exchange had finished, made a second one.
+   */
+  exchangeSessionToken(shop: string, sessionToken: string, seenAt?: number): Promise<Session>;
   /** Stores an offline session (e.g. from the authorization-code grant). */
   saveOfflineSession(session: Session): Promise<void>;
   /** Refreshes now, whatever the expiry. Null when the refresh failed and the token has expired. */
@@ -41,6 +46,9 @@ export function createOfflineTokens(deps: OfflineTokensDeps): OfflineTokens {
   const marginMs = (deps.refreshMarginSec ?? 300) * 1000;
   // One refresh per shop at a time: a rotating refresh token is good for one use only.
   const inflight = new Map<string, Promise<unknown>>();
+  // each shop's last exchange, for requests that started before it finished (bounded: entries
+  // older than a minute are dropped as new ones come)
+  const exchanged = new Map<string, { session: Session; at: number }>();
   const once = <T>(key: string, fn: () => Promise<T>): Promise<T> => {
     const running = inflight.get(key) as Promise<T> | undefined;
     if (running) return running;
@@ -112,9 +120,11 @@ export function createOfflineTokens(deps: OfflineTokensDeps): OfflineTokens {
       return shop ? refreshLatest(shop, true) : null;
     },
 
-    exchangeSessionToken(input, sessionToken) {
+    exchangeSessionToken(input, sessionToken, seenAt) {
       const shop = sanitizeShop(input);
       if (!shop) return Promise.reject(new Error('invalid shop domain'));
+      const last = exchanged.get(shop);
+      if (last && seenAt !== undefined && last.at >= seenAt && stillValid(last.session)) return Promise.resolve(last.session);
       return once(`exchange:${shop}`, async () => {
         routeShop(shopify, shop);
         const { session } = await shopify.auth.tokenExchange({
@@ -124,6 +134,14 @@ export function createOfflineTokens(deps: OfflineTokensDeps): OfflineTokens {
           expiring: true,
         });
         await sessions.storeSession(session);
+        const now = Date.now();
+        // insertion order is time order: drop from the front what is over a minute old
+        for (const [key, entry] of exchanged) {
+          if (now - entry.at <= 60_000) break;
+          exchanged.delete(key);
+        }
+        exchanged.delete(shop);
+        exchanged.set(shop, { session, at: now });
         logger.info({ shop, expiring: Boolean(session.expires), hasRefreshToken: Boolean(session.refreshToken) }, 'offline token obtained by token exchange');
         return session;
       });

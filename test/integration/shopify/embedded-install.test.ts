@@ -66,6 +66,24 @@ describe('embedded install by token exchange', () => {
     expect(await h.db.shop.count({ where: { domain: shop } })).toBe(1);
   });
 
+  // The race behind the test above, made deterministic: request B found no session before
+  // request A's exchange stored one, and asks for an exchange only after A's has finished (seen
+  // on a loaded machine: two exchanges for five requests).
+  it('a request that found no session before a concurrent exchange finished uses that exchange', async () => {
+    const shop = 'late-store.myshopify.com';
+    h.fake.addShop({ domain: shop, name: 'Late' });
+    const seenByB = Date.now();
+    const a = await h.tokens.exchangeSessionToken(shop, h.fake.mintSessionToken(shop), Date.now());
+    const b = await h.tokens.exchangeSessionToken(shop, h.fake.mintSessionToken(shop), seenByB);
+    expect(h.fake.tokenStats(shop).exchanges).toBe(1);
+    expect(b.accessToken).toBe(a.accessToken);
+    // a request that looked after that exchange (a stale token found since) exchanges anew
+    await new Promise((r) => setTimeout(r, 5));
+    const c = await h.tokens.exchangeSessionToken(shop, h.fake.mintSessionToken(shop), Date.now());
+    expect(h.fake.tokenStats(shop).exchanges).toBe(2);
+    expect(c.accessToken).not.toBe(a.accessToken);
+  });
+
   it('a reinstall after uninstall exchanges again and revives the shop row', async () => {
     const before = await h.db.shop.findUniqueOrThrow({ where: { domain: SHOP } });
     // What app/uninstalled does: sessions deleted, shop marked, tokens revoked by Shopify.
