@@ -83,6 +83,7 @@ type Adapter = {
   executeRaw(q: Query): Promise<number>;
   executeScript(s: string): Promise<void>;
   startTransaction(isolationLevel?: string): Promise<Transaction>;
+  dispose(): Promise<void>;
 };
 type Query = { sql: string; args: unknown[] };
 type Transaction = { executeRaw(q: Query): Promise<number>; commit(): Promise<void>; rollback(): Promise<void> };
@@ -104,6 +105,15 @@ function releasingFailedEnds(tx: Transaction): Transaction {
     }
   };
   return tx;
+}
+
+/** Runs `first` when Prisma disposes the adapter, before the adapter's own dispose. */
+function beforeDispose(a: Adapter, first: () => Promise<void>): void {
+  const dispose = a.dispose.bind(a);
+  a.dispose = async () => {
+    await first();
+    await dispose();
+  };
 }
 
 function wrapConnect<F extends object>(factory: F, wrap: (adapter: Adapter) => Adapter): F {
@@ -180,10 +190,7 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
     const adapter = wrapConnect(new PrismaPg(pool, { disposeExternalPool: true }), (a) => {
       const start = a.startTransaction.bind(a);
       a.startTransaction = async (isolationLevel) => releasingFailedEnds(await start(isolationLevel));
-      const dispose = (a as unknown as { dispose(): Promise<void> }).dispose.bind(a);
-      (a as unknown as { dispose(): Promise<void> }).dispose = async () => {
-        await Promise.all([dispose(), lazy.end().catch(() => undefined)]);
-      };
+      beforeDispose(a, () => lazy.end().catch(() => undefined));
       return a;
     });
     const db = new PrismaClientOf({ adapter });
@@ -202,11 +209,7 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
     // no commit on the event loop copies the WAL into the file: a thread of its own does
     if (file !== ':memory:') {
       checkpointer = startCheckpointer(conn, file, { onWarning: options.onWarning });
-      const dispose = (a as unknown as { dispose(): Promise<void> }).dispose.bind(a);
-      (a as unknown as { dispose(): Promise<void> }).dispose = async () => {
-        await checkpointer?.stop();
-        await dispose();
-      };
+      beforeDispose(a, async () => checkpointer?.stop());
     }
     return serialisedSqlite(a, lock);
   });
