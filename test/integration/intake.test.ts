@@ -264,7 +264,9 @@ describe(`stage 2: a batch spans the partitions a process leased (${testProvider
 describe(`stage 2: receipts arriving a few ms apart share a batch (${testProvider})`, () => {
   let s: Stack;
   beforeAll(async () => {
-    s = await startStack({ server: { processor: { lingerMs: 150 } } });
+    // a wait far longer than the five's arrival takes, even when PostgreSQL stalls a commit
+    // (up to 155 ms seen): at 150 ms a loaded CI run spread them over three batches
+    s = await startStack({ server: { processor: { lingerMs: 500 } } });
   });
   afterAll(() => s.close());
 
