@@ -416,7 +416,9 @@ export class EventLog {
 // a non-expiring token encrypted as the session store does, bound to the session id); a
 // Connection bound to its workspace, the key encrypted the way src/crypto/secret-box.ts does
 // (bound to the shop id), checked just now (so the periodic key check has nothing to do during a
-// measurement). With the default scopes (no read_products), stage 2 looks up no product images.
+// measurement); and its workspace's pacer row, which connecting makes when it counts the key
+// check against the limit (Pacer.record). With the default scopes (no read_products), stage 2
+// looks up no product images.
 
 export interface SeedShop {
   domain: string;
@@ -440,6 +442,7 @@ export async function seedShops(db: BenchDatabase, shops: SeedShop[]): Promise<M
   const { createSecretBox, keyHint } = await import('../src/crypto/secret-box');
   const box = createSecretBox(Buffer.from(ENCRYPTION_KEY, 'base64'));
   const ids = new Map<string, string>();
+  const workspaces = new Set<string>();
   await withPrisma(db, async (prisma) => {
     const now = new Date();
     for (let i = 0; i < shops.length; i += 500) {
@@ -459,6 +462,9 @@ export async function seedShops(db: BenchDatabase, shops: SeedShop[]): Promise<M
           apiKeyEnc: box.encrypt(s.apiKey, s.id), keyHint: keyHint(s.apiKey), connectedAt: now, lastCheckedAt: now, updatedAt: now,
         })),
       });
+      const fresh = [...new Set(chunk.map((s) => s.workspaceId))].filter((w) => !workspaces.has(w));
+      await prisma.workspacePacer.createMany({ data: fresh.map((workspaceId) => ({ workspaceId, limitPerSec: 10, nextSendUs: 0n, updatedAt: now })) });
+      for (const w of fresh) workspaces.add(w);
       for (const s of chunk) ids.set(s.domain, s.id);
     }
   });
