@@ -50,27 +50,32 @@ const LEASE: StatementBuilder = (p, provider) => `
 const NEXT_WAKE: StatementBuilder = (p) => `
   SELECT (SELECT MIN("dueAt") FROM "ShopDue" WHERE "dueAt" > ${p(1, 'timestamp')}) AS "future",
          (SELECT MIN("leasedUntil") FROM "ShopDue" WHERE "dueAt" <= ${p(1, 'timestamp')} AND "leasedUntil" > ${p(1, 'timestamp')}) AS "lease"`;
-// A lane's end reads the shop's version and its earliest queued runAt (one index probe per lane:
-// live 0, import 1) in one statement, then raises the due time fenced on that version.
-const RELEASE_READ: StatementBuilder = (p) => `
-  SELECT "version", (SELECT MIN("m") FROM (
-    SELECT MIN("runAt") AS "m" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${p(1)} AND "lane" = 0
-    UNION ALL
-    SELECT MIN("runAt") AS "m" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${p(1)} AND "lane" = 1
-  ) AS "lanes") AS "earliest"
-  FROM "ShopDue" WHERE "shopId" = ${p(1)}`;
-// Parameters: 1 due at, 2 shop, 3 version read, 4 worker.
-const RELEASE_WRITE: StatementBuilder = (p) => `
-  UPDATE "ShopDue" SET "dueAt" = ${p(1, 'timestamp')}, "leasedBy" = NULL, "leasedUntil" = NULL
-  WHERE "shopId" = ${p(2)} AND "version" = ${p(3, 'integer')} AND "leasedBy" = ${p(4)}
-  RETURNING "shopId"`;
+// A lane's end, in one statement: the shop's due time becomes its earliest queued runAt (one
+// index probe per lane: live 0, import 1), no sooner than parameter 3 (a pause, or now for a
+// shop that used its turn), and the lease is given up. Fenced on the version as the statement's
+// snapshot saw it: on PostgreSQL a writer that lowered the due time after that snapshot changed
+// the version, so the row no longer matches and no row comes back (the lane looks again); on
+// SQLite the statement holds the only write lock. Parameters: 1 shop, 2 worker, 3 not before.
+// (It used to be a read and a fenced write: one round trip more for every lane.)
+const RELEASE: StatementBuilder = (p) => `
+  UPDATE "ShopDue" SET "leasedBy" = NULL, "leasedUntil" = NULL, "dueAt" = (
+    SELECT CASE WHEN MIN("m") IS NOT NULL AND ${p(3, 'timestamp')} IS NOT NULL AND ${p(3, 'timestamp')} > MIN("m") THEN ${p(3, 'timestamp')} ELSE MIN("m") END
+    FROM (
+      SELECT MIN("runAt") AS "m" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${p(1)} AND "lane" = 0
+      UNION ALL
+      SELECT MIN("runAt") AS "m" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${p(1)} AND "lane" = 1
+    ) AS "lanes")
+  WHERE "shopId" = ${p(1)} AND "leasedBy" = ${p(2)} AND "version" = (SELECT "v"."version" FROM "ShopDue" AS "v" WHERE "v"."shopId" = ${p(1)})
+  RETURNING "dueAt"`;
+// Whether the shop's row is still there and leased by this worker (after a release that matched nothing).
+const LEASED_BY: StatementBuilder = (p) => `SELECT 1 AS "held" FROM "ShopDue" WHERE "shopId" = ${p(1)} AND "leasedBy" = ${p(2)}`;
 
 export class ShopQueue {
   private readonly sql: Sql;
   private readonly leaseStatement: RawStatement<{ shopId: string }>;
   private readonly nextWakeStatement: RawStatement<{ future: unknown; lease: unknown }>;
-  private readonly releaseRead: RawStatement<{ version: number; earliest: unknown }>;
-  private readonly releaseWrite: RawStatement<{ shopId: string }>;
+  private readonly releaseStatement: RawStatement<{ dueAt: unknown }>;
+  private readonly leasedByStatement: RawStatement<{ held: number }>;
 
   constructor(
     private readonly db: Db,
@@ -79,8 +84,8 @@ export class ShopQueue {
     this.sql = new Sql(db, provider);
     this.leaseStatement = prepare(rawOf(db), 'due_lease', LEASE, { lazyCommit: true });
     this.nextWakeStatement = prepare(rawOf(db), 'due_next_wake', NEXT_WAKE);
-    this.releaseRead = prepare(rawOf(db), 'due_release_read', RELEASE_READ);
-    this.releaseWrite = prepare(rawOf(db), 'due_release_write', RELEASE_WRITE, { lazyCommit: true });
+    this.releaseStatement = prepare(rawOf(db), 'due_release', RELEASE, { lazyCommit: true });
+    this.leasedByStatement = prepare(rawOf(db), 'due_leased_by', LEASED_BY);
   }
 
   lower(entries: DueEntry[]): Promise<void> {
@@ -103,16 +108,16 @@ export class ShopQueue {
   /**
    * Ends a lane: sets the shop's due time from what is still queued (no sooner than `notBefore`:
    * a workspace pause, or now for a shop that used its turn) and releases the lease. Fenced on
-   * the version, so work queued meanwhile is never hidden. Returns the new due time.
+   * the version, so work queued meanwhile is never hidden. Returns the new due time (null:
+   * nothing queued, or the shop is not leased by this worker).
    */
   async release(shopId: string, workerId: string, notBefore?: Date): Promise<Date | null> {
+    const after = notBefore ? rawTimestamp(this.provider, notBefore) : null;
     for (let round = 0; round < 5; round++) {
-      const row = (await this.releaseRead.run([shopId]))[0];
-      if (!row) return null;
-      const earliest = rawDate(row.earliest);
-      const dueAt = earliest && notBefore && notBefore > earliest ? notBefore : earliest;
-      const done = await this.releaseWrite.run([dueAt ? rawTimestamp(this.provider, dueAt) : null, shopId, Number(row.version), workerId]);
-      if (done.length === 1) return dueAt;
+      const done = (await this.releaseStatement.run([shopId, workerId, after]))[0];
+      if (done) return rawDate(done.dueAt);
+      // no row: the version moved under us (look again), or the shop is not ours (any more)
+      if ((await this.leasedByStatement.run([shopId, workerId])).length === 0) return null;
     }
     // still changing under us: leave the (lower) due time as it is, only give the lease up
     await this.db.shopDue.updateMany({ where: { shopId, leasedBy: workerId }, data: { leasedBy: null, leasedUntil: null } });
