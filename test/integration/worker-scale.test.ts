@@ -104,6 +104,47 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     await client.close();
   });
 
+  it('writes the last delivery of shops served together in one statement, clearing only errors older than it', async () => {
+    const domains = Array.from({ length: 5 }, (_, i) => `last-${i}.myshopify.com`);
+    for (const d of domains) await s.connectShop(d);
+    const shops = await Promise.all(domains.map((domain) => s.app.db.shop.findUniqueOrThrow({ where: { domain } })));
+    const ids = shops.map((x) => x.id);
+    // an error newer than the deliveries to come (it must stay), and an older one (cleared)
+    await s.app.db.connection.update({ where: { shopId: ids[0]! }, data: { lastError: 'newer', lastErrorAt: new Date(Date.now() + 60_000) } });
+    await s.app.db.connection.update({ where: { shopId: ids[1]! }, data: { lastError: 'older', lastErrorAt: new Date(Date.now() - 60_000) } });
+    const real = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 5000, logger: createLogger('silent') });
+    // the five sends leave together, so their successes are noted within the same moment
+    const gate: Array<() => void> = [];
+    const client: typeof real = {
+      ...real,
+      sendEvent: async (apiKey, body, options) => {
+        await new Promise<void>((r) => {
+          gate.push(r);
+          if (gate.length === shops.length) gate.forEach((open) => open());
+        });
+        return real.sendEvent(apiKey, body, options);
+      },
+    };
+    worker = ownWorker(s, s.emulator.url, { client });
+    const statement = (worker as unknown as { deliveredStatement: { run: (p: unknown[]) => Promise<unknown[]> } }).deliveredStatement;
+    const run = statement.run.bind(statement);
+    let writes = 0;
+    statement.run = (params) => {
+      // only writes for these shops (a message left by another test may be delivered too)
+      if (ids.some((id) => JSON.stringify(params).includes(id))) writes += 1;
+      return run(params);
+    };
+    for (const shop of shops) await queueOrders(s.app.db, shop, [`last-delivered-${shop.domain}`]);
+    worker.start();
+    const recorded = () => s.app.db.connection.findMany({ where: { shopId: { in: ids }, lastDeliveredAt: { not: null } } });
+    await s.until(async () => (await recorded()).length === shops.length, 15_000, 'every shop’s last delivery');
+    expect(writes).toBeLessThanOrEqual(2);
+    const byShop = new Map((await recorded()).map((c) => [c.shopId, c]));
+    expect(byShop.get(ids[0]!)!.lastError).toBe('newer');
+    expect(byShop.get(ids[1]!)).toMatchObject({ lastError: null, lastErrorAt: null });
+    await real.close();
+  }, 30_000);
+
   it('lets its shop be served again at once when work arrives while it gives the lease back, not when the lease expires', async () => {
     const ws = await s.connectShop('ending.myshopify.com');
     const shop = await s.app.db.shop.findUniqueOrThrow({ where: { domain: 'ending.myshopify.com' } });
