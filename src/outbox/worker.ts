@@ -189,12 +189,16 @@ export class DeliveryWorker {
         const free = this.maxLanes - this.lanes.size;
         const leaseMs = this.deps.leaseMs ?? DEFAULT_LANE_LEASE_MS;
         this.discoveries++;
-        const shops = await queue.lease(this.workerId, free, this.now(), leaseMs);
+        // one moment for both questions: a shop due between a lease that asked "due by now?" a
+        // moment too early (a timer can fire a millisecond early) and a look for the next due
+        // time asked a moment later was neither, and waited a whole sweep interval (5 s)
+        const now = this.now();
+        const shops = await queue.lease(this.workerId, free, now, leaseMs);
         this.saturated = shops.length >= free;
         for (const shopId of shops) this.startLane(shopId);
         // all lanes busy: a finishing lane wakes us; otherwise sleep until the next due time
         if (shops.length < free) {
-          const next = await queue.nextWake(this.now());
+          const next = await queue.nextWake(now);
           wakeAt = next ? next.getTime() : null;
         }
       } catch (err) {
