@@ -94,7 +94,8 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     await queueOrders(s.app.db, shop, ['due-in-2s'], dueAt);
     // the insert's wake-up, as stage 2 publishes one: the worker learns the new due time
     worker.nudge();
-    const [event] = await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }), 5_000, 'the due message');
+    // waits well past the due time, so a late delivery fails on how late it was, below
+    const [event] = await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }), 15_000, 'the due message');
     const receivedAt = s.emulator.requests().find((r) => r.workspaceId === ws.workspaceId && r.path.includes('/webhook/send'))!.at;
     expect(event!.event_attribute.source_id).toBe('due-in-2s');
     expect(receivedAt - dueAt.getTime()).toBeGreaterThanOrEqual(0);
@@ -102,7 +103,7 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     expect(claims.length).toBeGreaterThan(0);
     expect(claims.filter((t) => t < dueAt.getTime())).toEqual([]);
     await client.close();
-  });
+  }, 30_000);
 
   it('writes the last delivery of shops served together in one statement, clearing only errors older than it', async () => {
     const domains = Array.from({ length: 5 }, (_, i) => `last-${i}.myshopify.com`);
@@ -113,14 +114,21 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     await s.app.db.connection.update({ where: { shopId: ids[0]! }, data: { lastError: 'newer', lastErrorAt: new Date(Date.now() + 60_000) } });
     await s.app.db.connection.update({ where: { shopId: ids[1]! }, data: { lastError: 'older', lastErrorAt: new Date(Date.now() - 60_000) } });
     const real = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 5000, logger: createLogger('silent') });
-    // the five sends leave together, so their successes are noted within the same moment
+    // the five sends leave together (or after 3 s, so a send that never comes cannot hold the
+    // others forever), so their successes are noted within the same moment
     const gate: Array<() => void> = [];
+    let opened = false;
+    const open = () => {
+      opened = true;
+      gate.splice(0).forEach((go) => go());
+    };
+    const timer = setTimeout(open, 3_000);
     const client: typeof real = {
       ...real,
       sendEvent: async (apiKey, body, options) => {
         await new Promise<void>((r) => {
           gate.push(r);
-          if (gate.length === shops.length) gate.forEach((open) => open());
+          if (opened || gate.length === shops.length) open();
         });
         return real.sendEvent(apiKey, body, options);
       },
@@ -142,6 +150,7 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     const byShop = new Map((await recorded()).map((c) => [c.shopId, c]));
     expect(byShop.get(ids[0]!)!.lastError).toBe('newer');
     expect(byShop.get(ids[1]!)).toMatchObject({ lastError: null, lastErrorAt: null });
+    clearTimeout(timer);
     await real.close();
   }, 30_000);
 
