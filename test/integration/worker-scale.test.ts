@@ -105,6 +105,30 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     await client.close();
   }, 30_000);
 
+  it('serves a shop that falls due while a pass asks its two questions at once, not a sweep interval later', async () => {
+    const ws = await s.connectShop('between.myshopify.com');
+    const shop = await s.app.db.shop.findUniqueOrThrow({ where: { domain: 'between.myshopify.com' } });
+    // the worker's clock stands still except while the lease query runs, which takes 50 ms of
+    // it: the message falls due in the middle of that, so the pass's lease finds it not yet
+    // due, and a next-wake question asked after the lease would find it no longer in the future
+    const dueAt = Date.now() + 60_000;
+    let t = dueAt - 25;
+    const queue = new ShopQueue(s.app.db, testProvider);
+    const lease = queue.lease.bind(queue);
+    queue.lease = async (...args) => {
+      const shops = await lease(...args);
+      t += 50;
+      return shops;
+    };
+    await queueOrders(s.app.db, shop, ['between-questions'], new Date(dueAt));
+    worker = ownWorker(s, s.emulator.url, { queue, now: () => new Date(t), client: createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 2000, logger: createLogger('silent') }) });
+    const started = Date.now();
+    worker.start();
+    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }), 10_000, 'the message');
+    // one sweep interval (5 s) is what it waited when the two questions had two different "now"s
+    expect(Date.now() - started).toBeLessThan(2_500);
+  }, 30_000);
+
   it('writes the last delivery of shops served together in one statement, clearing only errors older than it', async () => {
     const domains = Array.from({ length: 5 }, (_, i) => `last-${i}.myshopify.com`);
     for (const d of domains) await s.connectShop(d);
