@@ -121,12 +121,14 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
       return shops;
     };
     await queueOrders(s.app.db, shop, ['between-questions'], new Date(dueAt));
-    worker = ownWorker(s, s.emulator.url, { queue, now: () => new Date(t), client: createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 2000, logger: createLogger('silent') }) });
+    const client = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 2000, logger: createLogger('silent') });
+    worker = ownWorker(s, s.emulator.url, { queue, now: () => new Date(t), client });
     const started = Date.now();
     worker.start();
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }), 10_000, 'the message');
     // one sweep interval (5 s) is what it waited when the two questions had two different "now"s
     expect(Date.now() - started).toBeLessThan(2_500);
+    await client.close();
   }, 30_000);
 
   it('writes the last delivery of shops served together in one statement, clearing only errors older than it', async () => {
