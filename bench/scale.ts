@@ -266,11 +266,11 @@ export async function runScale(): Promise<void> {
       fmt(o.burst.rate / LIMIT, 3),
       o.duplicates,
     ]);
-    const atOnce = (what: string, h: Outcome['hot']) =>
+    const roundNote = (what: string, h: Outcome['hot']) =>
       `${what}: ${h.latencies.length} delivered, ${h.missing} missing, ${h.refused} webhooks refused, ` +
       `p50 / p99 ms of sent → stored ${pp(h.stages.stored)}, stored → processed by stage 2 ${pp(h.stages.processed)}, processed → accepted by the service ${pp(h.stages.delivered)}, app CPU ${fmt(h.cpuMsPerOrder, 1)} ms per order (all processes, intake to accepted), sender CPU ${fmt(h.senderCpuMs, 0)} ms for the ${HOT} (this process); `;
     notes.push(
-      `- ${s.name}: requests to the service while idle ${o.idleRequests}; ${atOnce(`${HOT} shops`, o.hot)}${atOnce(`${HOT} more, warm`, o.warm)}` +
+      `- ${s.name}: requests to the service while idle ${o.idleRequests}; ${roundNote(`${HOT} shops`, o.hot)}${roundNote(`${HOT} more, warm`, o.warm)}` +
         `burst: ${o.burst.delivered} delivered, ${o.burst.missing} missing, ${o.burst.refused} refused, ${fmt(o.burst.drainS, 1)} s from first webhook to last event; ` +
         `event-loop delay p99/max ms: app ${o.appLag} (${s.roles.join(', ')}), emulator ${fmt(o.emulatorLag.p99, 0)}/${fmt(o.emulatorLag.max, 0)}.`,
     );
