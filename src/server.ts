@@ -90,7 +90,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const now = opts.now ?? (() => new Date());
   const applied = await applyMigrations(config.databaseUrl);
   if (applied.length) logger.info({ applied }, 'database migrations applied');
-  const db = await createDb(config.databaseUrl, { poolSize: config.databasePoolSize, onWarning: (message) => logger.warn(message) });
+  const db = await createDb(config.databaseUrl, { poolSize: config.databasePoolSize, keepConnections: true, onWarning: (message) => logger.warn(message) });
   const metrics = new Metrics({ defaultMetrics: true });
   metrics.onScrape(async (set) => {
     const rows = await db.outboxMessage.groupBy({ by: ['status'], _count: { _all: true } });

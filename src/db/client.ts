@@ -73,7 +73,14 @@ const LAZY_POOL_SIZE = 3;
 export interface DbOptions {
   /** PostgreSQL pool size. */
   poolSize?: number;
-  /** Told when SQLite's checkpoint thread fails (the connection then checkpoints itself again), or a PostgreSQL bookkeeping connection drops. */
+  /**
+   * PostgreSQL: open every connection of both pools now and keep them open while idle (a server).
+   * Otherwise a connection idle for 10 s is closed (pg's default), and the first orders after a
+   * quiet spell wait while new ones start: new server processes whose caches and prepared
+   * statements are all cold (the scale benchmark's 200 orders at once after 20 s idle).
+   */
+  keepConnections?: boolean;
+  /** Told when SQLite's checkpoint thread fails (the connection then checkpoints itself again), or an idle PostgreSQL connection drops. */
   onWarning?: (message: string) => void;
 }
 
@@ -177,16 +184,28 @@ export function configureSqlite(conn: BetterSqlite3.Database): void {
   conn.pragma('secure_delete = ON');
 }
 
+/** Opens a pool's connections at once (a pool with `min` then keeps them). */
+async function fill(pool: pg.Pool, n: number): Promise<void> {
+  const clients = await Promise.allSettled(Array.from({ length: n }, () => pool.connect()));
+  for (const c of clients) if (c.status === 'fulfilled') c.value.release();
+  const failed = clients.find((c) => c.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
 export async function createDb(url: string, options: DbOptions = {}): Promise<Db> {
   const provider = providerOf(url);
   const PrismaClientOf = clientClassFor(provider);
   if (provider === 'postgres') {
-    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
+    const max = options.poolSize ?? 10;
+    const kept = (n: number) => (options.keepConnections ? { min: n } : {});
+    const pool = new pg.Pool({ connectionString: url, max, ...kept(max), connectionTimeoutMillis: 5000 });
     // its statements are one short write each: a few connections serve them
-    const lazy = new pg.Pool({ connectionString: url, max: LAZY_POOL_SIZE, connectionTimeoutMillis: 5000, options: '-c synchronous_commit=off' });
+    const lazy = new pg.Pool({ connectionString: url, max: LAZY_POOL_SIZE, ...kept(LAZY_POOL_SIZE), connectionTimeoutMillis: 5000, options: '-c synchronous_commit=off' });
     // an idle connection the server drops (a restart) is taken out of the pool; unheard, the
     // pool's 'error' would be an uncaught exception
     lazy.on('error', (err) => options.onWarning?.(`a bookkeeping connection to PostgreSQL failed: ${err.message}`));
+    // the same for the main pool before Prisma's adapter listens (raw statements may come first)
+    pool.on('error', (err) => options.onWarning?.(`an idle connection to PostgreSQL failed: ${err.message}`));
     const adapter = wrapConnect(new PrismaPg(pool, { disposeExternalPool: true }), (a) => {
       const start = a.startTransaction.bind(a);
       a.startTransaction = async (isolationLevel) => releasingFailedEnds(await start(isolationLevel));
@@ -195,6 +214,8 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
     });
     const db = new PrismaClientOf({ adapter });
     raws.set(db, { provider, pool, lazy });
+    // connected first, so that $disconnect() ends the pools it would otherwise leave open
+    if (options.keepConnections) await db.$connect().then(() => Promise.all([fill(pool, max), fill(lazy, LAZY_POOL_SIZE)])).catch((err: Error) => options.onWarning?.(`could not open every PostgreSQL connection at start (they open when needed): ${err.message}`));
     return db;
   }
   const file = sqliteFile(url);

@@ -1,0 +1,49 @@
+// A server's PostgreSQL connections are opened at start and kept while idle: the first orders
+// after a quiet spell must not wait while new server processes start (cold caches, statements
+// prepared again). A client made without the option keeps pg's default and closes idle ones.
+import type pg from 'pg';
+import { applyMigrations } from '../../src/db/migrate';
+import { createDb, rawOf, type Db } from '../../src/db/client';
+import { createTestDatabase, testProvider, type TestDatabase } from '../helpers/db';
+
+const onPostgres = testProvider === 'postgres' ? describe : describe.skip;
+
+onPostgres('PostgreSQL connections of a server', () => {
+  let database: TestDatabase;
+  const dbs: Db[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    await applyMigrations(database.url);
+  });
+  afterAll(async () => {
+    for (const db of dbs) await db.$disconnect();
+    await database.drop();
+  });
+
+  const open = async (keepConnections: boolean) => {
+    const db = await createDb(database.url, { poolSize: 4, keepConnections });
+    dbs.push(db);
+    const raw = rawOf(db);
+    if (raw.provider !== 'postgres') throw new Error('a PostgreSQL client was expected');
+    return { pool: raw.pool, lazy: raw.lazy, db };
+  };
+  const counts = (raw: { pool: pg.Pool; lazy: pg.Pool }) => ({ main: raw.pool.totalCount, lazy: raw.lazy.totalCount });
+
+  it('are all open once the client is made, and stay open past pg\'s 10-s idle timeout', async () => {
+    const kept = await open(true);
+    const plain = await open(false);
+    expect(counts(kept)).toEqual({ main: 4, lazy: 3 });
+    // the plain client opens what it uses, and its idle connections close after 10 s
+    await Promise.all([plain.pool.query('SELECT 1'), plain.lazy.query('SELECT 1')]);
+    expect(counts(plain)).toEqual({ main: 1, lazy: 1 });
+    await new Promise((r) => setTimeout(r, 10_500));
+    expect(counts(plain)).toEqual({ main: 0, lazy: 0 });
+    expect(counts(kept)).toEqual({ main: 4, lazy: 3 });
+    // and they still serve
+    expect((await kept.pool.query<{ n: number }>('SELECT 1 AS n')).rows[0]!.n).toBe(1);
+    // closing the client closes them all, though Prisma itself never ran a query
+    await kept.db.$disconnect();
+    expect(counts(kept)).toEqual({ main: 0, lazy: 0 });
+  }, 30_000);
+});
