@@ -11,7 +11,7 @@ import type { SecretBox } from '../crypto/secret-box';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import type { SendEventBody, ServiceClient, ServiceResult } from '../service/types';
-import type { ShopQueue } from './due';
+import type { LeaseRead, ShopQueue } from './due';
 import { DEFAULT_LIMIT, type Pacer } from './pacer';
 import type { AttemptRecord, ClaimedMessage, HeldReason, OutboxRepository } from './repository';
 import { decideRetry } from './retry-policy';
@@ -66,6 +66,8 @@ interface ShopContext {
 }
 
 interface ContextRow {
+  /** The shop's id; null when the shop is gone. */
+  shop: string | null;
   uninstalledAt: unknown;
   status: string | null;
   workspaceId: string | null;
@@ -74,13 +76,18 @@ interface ContextRow {
   pausedUntil: unknown;
 }
 
-// A lane's start, in one statement: the shop, its connection and its workspace's pacing.
-const CONTEXT: StatementBuilder = (p) => `
-  SELECT "s"."uninstalledAt", "c"."status", "c"."workspaceId", "c"."apiKeyEnc", "w"."limitPerSec", "w"."pausedUntil"
-  FROM "Shop" AS "s"
+// A lane's start: the shop, its connection and its workspace's pacing. On PostgreSQL the pass's
+// lease reads it for every shop it leased (LEASE_CONTEXT), in the lease's own statement; on
+// SQLite each lane reads its own (CONTEXT), in process.
+const CONTEXT_COLUMNS = `"s"."id" AS "shop", "s"."uninstalledAt", "c"."status", "c"."workspaceId", "c"."apiKeyEnc", "w"."limitPerSec", "w"."pausedUntil"`;
+const CONTEXT_JOINS = `
   LEFT JOIN "Connection" AS "c" ON "c"."shopId" = "s"."id"
-  LEFT JOIN "WorkspacePacer" AS "w" ON "w"."workspaceId" = "c"."workspaceId"
-  WHERE "s"."id" = ${p(1)}`;
+  LEFT JOIN "WorkspacePacer" AS "w" ON "w"."workspaceId" = "c"."workspaceId"`;
+const CONTEXT: StatementBuilder = (p) => `SELECT ${CONTEXT_COLUMNS} FROM "Shop" AS "s" ${CONTEXT_JOINS} WHERE "s"."id" = ${p(1)}`;
+const LEASE_CONTEXT: LeaseRead = {
+  name: 'due_lease_context',
+  select: (leased) => `SELECT "l"."shopId", ${CONTEXT_COLUMNS} FROM ${leased} AS "l" LEFT JOIN "Shop" AS "s" ON "s"."id" = "l"."shopId" ${CONTEXT_JOINS}`,
+};
 
 // The connections' "last successful delivery", for several shops in one statement. A success
 // clears the last error unless that error is newer than the success. Parameters: the shops (1)
@@ -193,9 +200,9 @@ export class DeliveryWorker {
         // moment too early (a timer can fire a millisecond early) and a look for the next due
         // time asked a moment later was neither, and waited a whole sweep interval (5 s)
         const now = this.now();
-        const shops = await queue.lease(this.workerId, free, now, leaseMs);
+        const shops = await queue.lease<ContextRow & { shopId: string }>(this.workerId, free, now, leaseMs, LEASE_CONTEXT);
         this.saturated = shops.length >= free;
-        for (const shopId of shops) this.startLane(shopId);
+        for (const { shopId, row } of shops) this.startLane(shopId, row);
         // all lanes busy: a finishing lane wakes us; otherwise sleep until the next due time
         if (shops.length < free) {
           const next = await queue.nextWake(now);
@@ -240,9 +247,10 @@ export class DeliveryWorker {
     }
   }
 
-  private startLane(shopId: string): void {
+  /** Starts a lane for a leased shop; `context` is its row as the lease read it, if it did. */
+  private startLane(shopId: string, context?: ContextRow): void {
     if (this.lanes.has(shopId)) return;
-    const lane = this.runLane(shopId).catch((err: unknown) => {
+    const lane = this.runLane(shopId, context).catch((err: unknown) => {
       this.deps.logger.error({ shopId, err: (err as Error).message }, 'delivery lane failed; the shop is served again on a later pass');
       return {} as LaneEnd;
     });
@@ -268,10 +276,10 @@ export class DeliveryWorker {
     void released.finally(() => this.releasing.delete(released));
   }
 
-  /** The shop's connection and its workspace's pacing, or the reason its messages must wait: one read. */
-  private async context(shopId: string): Promise<ShopContext | { hold: HeldReason } | null> {
-    const row = (await this.contextStatement.run([shopId]))[0];
-    if (!row) return null;
+  /** The shop's connection and its workspace's pacing, or the reason its messages must wait: the lease's row, or one read. */
+  private async context(shopId: string, leased?: ContextRow): Promise<ShopContext | { hold: HeldReason } | null> {
+    const row = leased ?? (await this.contextStatement.run([shopId]))[0];
+    if (!row || row.shop === null) return null;
     if (row.uninstalledAt !== null) return { hold: 'uninstalled' };
     if (row.status === null || row.workspaceId === null || row.apiKeyEnc === null) return { hold: 'disconnected' };
     if (row.status !== 'connected') return { hold: 'invalid_key' };
@@ -294,13 +302,13 @@ export class DeliveryWorker {
    * shop has nothing due, the workspace is slowed down or paused, or the lane has had its turn
    * while others wait.
    */
-  private async runLane(shopId: string): Promise<LaneEnd> {
+  private async runLane(shopId: string, leased?: ContextRow): Promise<LaneEnd> {
     const { repo, pacer } = this.deps;
     const inFlight = new Set<Promise<unknown>>();
     const lane = { stop: false };
     const started = Date.now();
     try {
-      const ctx = await this.context(shopId);
+      const ctx = await this.context(shopId, leased);
       if (!ctx) return {};
       if ('hold' in ctx) {
         await repo.holdShop(shopId, ctx.hold);

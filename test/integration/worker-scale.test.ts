@@ -180,6 +180,32 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     await real.close();
   }, 30_000);
 
+  it(`reads each lane's shop ${testProvider === 'postgres' ? 'in the lease\'s own statement, with no read per lane' : 'once per lane'}, and holds a disconnected shop's messages`, async () => {
+    const domains = ['ctx-0.myshopify.com', 'ctx-1.myshopify.com', 'ctx-2.myshopify.com'];
+    const workspaces = [];
+    for (const d of domains) workspaces.push(await s.connectShop(d));
+    const shops = await Promise.all(domains.map((domain) => s.app.db.shop.findUniqueOrThrow({ where: { domain } })));
+    // the third shop's key was removed: its message must wait, held, not be sent
+    await s.app.db.connection.delete({ where: { shopId: shops[2]!.id } });
+    const client = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 2000, logger: createLogger('silent') });
+    worker = ownWorker(s, s.emulator.url, { client });
+    const statement = (worker as unknown as { contextStatement: { run: (p: unknown[]) => Promise<unknown[]> } }).contextStatement;
+    const run = statement.run.bind(statement);
+    const reads: unknown[] = [];
+    statement.run = (params) => {
+      if (shops.some((x) => JSON.stringify(params).includes(x.id))) reads.push(params);
+      return run(params);
+    };
+    for (const shop of shops) await queueOrders(s.app.db, shop, [`context-${shop.domain}`]);
+    worker.start();
+    for (const ws of workspaces.slice(0, 2)) await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }), 15_000, 'the connected shops’ orders');
+    const held = () => s.app.db.outboxMessage.findFirst({ where: { shopId: shops[2]!.id, status: 'held', heldReason: 'disconnected' } });
+    await s.until(held, 15_000, 'the disconnected shop’s order, held');
+    expect(s.emulator.events({ workspaceId: workspaces[2]!.workspaceId })).toEqual([]);
+    expect(reads).toHaveLength(testProvider === 'postgres' ? 0 : shops.length);
+    await client.close();
+  }, 30_000);
+
   it('lets its shop be served again at once when work arrives while it gives the lease back, not when the lease expires', async () => {
     const ws = await s.connectShop('ending.myshopify.com');
     const shop = await s.app.db.shop.findUniqueOrThrow({ where: { domain: 'ending.myshopify.com' } });
