@@ -31,6 +31,7 @@ const ROUND_S = Number(process.env.BENCH_INGEST_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 50);
 const OPEN_RATE = Number(process.env.BENCH_INGEST_RATE ?? 1000);
 const OPEN_S = Number(process.env.BENCH_INGEST_OPEN_SECONDS ?? 5);
+const WARMUP_S = Number(process.env.BENCH_INGEST_WARMUP_SECONDS ?? 10);
 const IDLE_S = 10;
 // connections the open loop opens before its clock starts (it may open more under a stall)
 const WARM_CONNECTIONS = 16;
@@ -38,7 +39,7 @@ const WARM_CONNECTIONS = 16;
 export const intakeMethod = {
   rounds: ROUNDS,
   describe: (what: { requests: string; unit: string }) => [
-    `- All servers run at once, each in its own process, and are measured in turn: after a 2 s warm-up at the offered rate, first ${ROUNDS} rounds of the open loop, then ${ROUNDS} rounds of the closed loop (a saturating closed-loop round leaves work behind, such as autovacuum and WAL checkpoints, that a steady offered rate does not make).`,
+    `- All servers run at once, each in its own process, and are measured in turn: after a ${WARMUP_S} s warm-up at the offered rate, first ${ROUNDS} rounds of the open loop, then ${ROUNDS} rounds of the closed loop (a saturating closed-loop round leaves work behind, such as autovacuum and WAL checkpoints, that a steady offered rate does not make).`,
     `- req/s: autocannon (closed loop), ${CONNECTIONS} connections, ${ROUND_S} s per server per round; ${what.requests} The median round is shown; the ratio is the median of the per-round ratios.`,
     `- p50 / p99 / max: open loop, ${OPEN_RATE.toLocaleString('en-US')} requests/s offered whatever the answers, ${OPEN_S} s per server per round, from a generator process of its own (warm from the warm-up on) with ${WARM_CONNECTIONS} connections opened beforehand; each time from the request's scheduled start to its answer, over all rounds.`,
     `- The connector runs as ROLE=web (stage 1 only). Stage 2: afterwards, a fresh ROLE=worker process processes every stored receipt; rate = ${what.unit} after the first batch ÷ (last − first batch processedAt).`,
@@ -151,7 +152,7 @@ export async function runIntakeBench(spec: IntakeSpec): Promise<void> {
       t.openP99.push(percentile(o.latencies, 99));
     };
     const { peaks } = await peakRss(targets.map((t) => t.server), (async () => {
-      for (const t of targets) await openRound(t, 2, false); // JIT, pools, page cache
+      for (const t of targets) await openRound(t, WARMUP_S, false); // JIT, pools, page cache
       // Latency at the offered rate first, then throughput: a closed-loop round saturates the
       // server and leaves work behind it (PostgreSQL's autovacuum of thousands of new rows, WAL
       // checkpoints, old-space GC) that a steady 1,000/s does not make. Right after one, an
