@@ -1,3 +1,6 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'lossless-json';
 import { InvalidJsonError, parseWebhookBody } from '../../../src/mapping';
 
 describe('parseWebhookBody', () => {
@@ -31,5 +34,35 @@ describe('parseWebhookBody', () => {
     } catch (err) {
       expect((err as InvalidJsonError).code).toBe('invalid_json');
     }
+  });
+});
+
+describe('parseWebhookBody on a body with no run of 16 digits (read by JSON.parse)', () => {
+  const fixtures = join(__dirname, '../../fixtures');
+  // the fixtures' 16-to-19-digit ids (Shopify's samples) cut to 13 digits, as real ids are today
+  const bodies = readdirSync(fixtures)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => [f, readFileSync(join(fixtures, f), 'utf8').replace(/\d{16,}/g, (d) => d.slice(0, 13))] as const);
+  const lossless = (raw: string) =>
+    parse(raw, null, { parseNumber: (t) => (/^-?\d+$/.test(t) && !Number.isSafeInteger(Number(t)) ? t : Number(t)), onDuplicateKey: ({ newValue }) => newValue });
+
+  afterEach(() => jest.restoreAllMocks());
+
+  it.each(bodies)('%s reads exactly as lossless-json reads it', (_name, raw) => {
+    const spy = jest.spyOn(JSON, 'parse');
+    expect(parseWebhookBody(raw)).toStrictEqual(lossless(raw));
+    expect(spy).toHaveBeenCalledTimes(1);
+  });
+
+  it('leaves a body with a 16-digit run to lossless-json, even inside a string', () => {
+    const spy = jest.spyOn(JSON, 'parse');
+    expect(parseWebhookBody('{"note":"card 4242424242424242","id":9007199254740993,"n":1.5}')).toEqual({ note: 'card 4242424242424242', id: '9007199254740993', n: 1.5 });
+    expect(spy).not.toHaveBeenCalled();
+  });
+
+  it('keeps numbers, negative zero and __proto__ keys as lossless-json does', () => {
+    const raw = '{"a":-0,"b":1e3,"c":123456789012345,"d":-0.5,"__proto__":{"x":1},"e":[1,{"f":null}]}';
+    expect(parseWebhookBody(raw)).toStrictEqual(lossless(raw));
+    expect(Object.is((parseWebhookBody(raw) as { a: number }).a, -0)).toBe(true);
   });
 });
