@@ -63,12 +63,24 @@ export function driverQueries(db: Db): SqlTx {
   };
 }
 
+export interface DriverTransactionOptions {
+  /**
+   * On PostgreSQL, commit without waiting for the WAL flush (SET LOCAL synchronous_commit, sent
+   * with BEGIN in one round trip), for a transaction that a crash of the database may undo
+   * because it can be redone from what is durable: stage 2's batch, redone from its receipts.
+   * Its commit is visible at once, and any later durable commit flushes it, since the WAL is
+   * flushed in order: a message it queued is claimed (a durable commit) before it is sent. SQLite
+   * commits in WAL mode with synchronous = NORMAL, so the option changes nothing there.
+   */
+  lazyCommit?: boolean;
+}
+
 /**
  * Runs `fn` in a transaction on the driver: committed when it resolves, rolled back when it
  * throws (the error is rethrown). A connection that failed, or whose ROLLBACK failed, is
  * discarded (raw.ts withPoolClient).
  */
-export async function driverTransaction<T>(db: Db, fn: (tx: SqlTx) => Promise<T>): Promise<T> {
+export async function driverTransaction<T>(db: Db, fn: (tx: SqlTx) => Promise<T>, opts: DriverTransactionOptions = {}): Promise<T> {
   const raw = rawOf(db);
   if (raw.provider === 'sqlite') {
     return raw.exclusive(async (conn) => {
@@ -84,7 +96,8 @@ export async function driverTransaction<T>(db: Db, fn: (tx: SqlTx) => Promise<T>
     });
   }
   return withPoolClient(raw.pool, async (client, discard) => {
-    await client.query('BEGIN');
+    // one simple query, two statements: no round trip more for the option
+    await client.query(opts.lazyCommit ? 'BEGIN; SET LOCAL synchronous_commit TO OFF' : 'BEGIN');
     try {
       const result = await fn(pgTx(client));
       await client.query('COMMIT');

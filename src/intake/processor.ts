@@ -331,7 +331,10 @@ export class ReceiptProcessor {
       const marked = await this.deps.receipts.markProcessed(tx, outcomes, now);
       // fewer than given: another processor did them meanwhile; give this batch up, nothing written
       if (marked !== outcomes.length) throw new LeaseLost(`receipts of partitions ${partitions.join(', ')} were processed elsewhere`);
-    });
+      // a crash that loses this commit leaves its receipts pending, to be processed again the same
+      // way, and nothing outside the database acts on it first: its messages are sent only after
+      // a claim, whose durable commit flushes this one (db/transaction.ts)
+    }, { lazyCommit: true });
     if (release) turn.released = true;
     this.count(outcomes);
     const due = [...(forwarded?.due ?? []), ...(pixelPlan?.due ?? [])];

@@ -2,6 +2,8 @@
 // receipts); stage 2 processes receipts in batches, in arrival order per shop, in one
 // transaction per batch. What each stage guarantees, on the real database.
 import { randomUUID } from 'node:crypto';
+import { Prisma } from '@prisma/client';
+import { rawOf } from '../../src/db/client';
 import { createIntake } from '../../src/intake/intake';
 import { ReceiptProcessor, type ProcessorDeps } from '../../src/intake/processor';
 import { PARTITIONS, partitionOf, type NewReceipt } from '../../src/intake/receipt-store';
@@ -170,6 +172,39 @@ describe(`stage 2: batches in arrival order, one transaction each (${testProvide
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 2, 5000, 'the other orders');
     expect(s.emulator.events({ workspaceId: ws.workspaceId }).map((e) => e.event_attribute.source_id).sort()).toEqual(['poison-76', 'poison-78']);
     expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'poison-77' } })).toMatchObject({ outcome: 'rejected', reason: expect.stringMatching(/^could not be processed: /), body: null });
+  });
+});
+
+describe(`stage 2: a batch's commit on PostgreSQL (${testProvider})`, () => {
+  let s: Stack;
+  beforeAll(async () => {
+    s = await startStack();
+  });
+  afterAll(() => s.close());
+
+  const onPostgres = testProvider === 'postgres' ? it : it.skip;
+  onPostgres('does not wait for the WAL flush (a lost batch is redone from its receipts), and leaves every connection committing durably', async () => {
+    const ws = await s.connectShop('lazy.myshopify.com');
+    const store = (s.app.processor as unknown as { deps: ProcessorDeps }).deps.forwardStore;
+    const write = store.write.bind(store);
+    const seen: string[] = [];
+    const spy = jest.spyOn(store, 'write').mockImplementation(async (tx, plan, now) => {
+      const [row] = await tx.$queryRaw<Array<{ synchronous_commit: string }>>(Prisma.sql`SHOW synchronous_commit`);
+      seen.push(row!.synchronous_commit);
+      return write(tx, plan, now);
+    });
+    try {
+      await s.webhook('orders/create', sampleOrder(90), { domain: 'lazy.myshopify.com', webhookId: 'lazy-1' });
+      await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_placed' }), 5000, 'order_placed');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(seen).toEqual(['off']);
+    // SET LOCAL: it ended with the transaction; the pool's connections, all busy at once, say so
+    const raw = rawOf(s.app.db);
+    if (raw.provider !== 'postgres') throw new Error('PostgreSQL only');
+    const settings = await Promise.all(Array.from({ length: raw.pool.options.max ?? 4 }, () => raw.pool.query<{ synchronous_commit: string }>('SELECT pg_sleep(0.05), current_setting($1) AS synchronous_commit', ['synchronous_commit'])));
+    expect(settings.map((r) => r.rows[0]!.synchronous_commit)).toEqual(settings.map(() => 'on'));
   });
 });
 
