@@ -99,19 +99,54 @@ type Transaction = { executeRaw(q: Query): Promise<number>; commit(): Promise<vo
  * Prisma 6.19.3 sends COMMIT/ROLLBACK itself and only then calls the adapter's commit() or
  * rollback(), which release the connection (PostgreSQL) or the lock (SQLite, below). When that
  * statement fails (a dead connection, a busy database), neither is called and the resource is
- * held for good: on PostgreSQL each such failure shrinks the pool by one. Release it.
+ * held for good: on PostgreSQL each such failure shrinks the pool by one. Release it, through
+ * `release` when given (PostgreSQL: the connection is discarded, see pgTransaction).
  */
-function releasingFailedEnds(tx: Transaction): Transaction {
+function releasingFailedEnds(tx: Transaction, release: (err: Error) => Promise<void> = () => tx.rollback()): Transaction {
   const executeRaw = tx.executeRaw.bind(tx);
   tx.executeRaw = async (query) => {
     try {
       return await executeRaw(query);
     } catch (err) {
-      if (query.sql === 'COMMIT' || query.sql === 'ROLLBACK') await tx.rollback().catch(() => undefined);
+      if (query.sql === 'COMMIT' || query.sql === 'ROLLBACK') await release(err as Error).catch(() => undefined);
       throw err;
     }
   };
   return tx;
+}
+
+/** The parts of adapter-pg's transaction (0.19 / Prisma 6.19.3) that hold its pool connection. */
+type PgTransactionInternals = Transaction & { client?: pg.PoolClient; cleanup?: () => void };
+
+/**
+ * A PostgreSQL transaction whose COMMIT or ROLLBACK failed gives its connection back to the pool
+ * to be destroyed, not reused. The adapter's rollback() releases it as healthy, and pg keeps a
+ * released connection unless it already knows the socket closed: a backend that was terminated
+ * (a restart) answers with an error first and closes after, so a connection released in between
+ * was handed to the next query, which failed at once (seen in CI's restart test).
+ */
+function pgTransaction(tx: Transaction): Transaction {
+  const internals = tx as PgTransactionInternals;
+  const client = internals.client;
+  if (!client || typeof client.release !== 'function') return releasingFailedEnds(tx);
+  let released = false;
+  const discard = async (err: Error) => {
+    if (released) return;
+    released = true;
+    internals.cleanup?.();
+    client.release(err);
+  };
+  // Prisma does not call commit() or rollback() after a failed end; if a later version does, the
+  // connection is not released twice
+  for (const method of ['commit', 'rollback'] as const) {
+    const end = tx[method].bind(tx);
+    tx[method] = async () => {
+      if (released) return;
+      released = true;
+      await end();
+    };
+  }
+  return releasingFailedEnds(tx, discard);
 }
 
 /** Runs `first` when Prisma disposes the adapter, before the adapter's own dispose. */
@@ -208,7 +243,7 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
     pool.on('error', (err) => options.onWarning?.(`an idle connection to PostgreSQL failed: ${err.message}`));
     const adapter = wrapConnect(new PrismaPg(pool, { disposeExternalPool: true }), (a) => {
       const start = a.startTransaction.bind(a);
-      a.startTransaction = async (isolationLevel) => releasingFailedEnds(await start(isolationLevel));
+      a.startTransaction = async (isolationLevel) => pgTransaction(await start(isolationLevel));
       beforeDispose(a, () => lazy.end().catch(() => undefined));
       return a;
     });

@@ -3,7 +3,7 @@
 // Shopify does. Nothing answered 200 may be lost. Only on PostgreSQL (skipped on SQLite).
 import { execFileSync, execFile } from 'node:child_process';
 import pg from 'pg';
-import { createDb } from '../../src/db/client';
+import { createDb, rawOf } from '../../src/db/client';
 import { sampleOrder } from '../../src/sandbox/samples';
 import { createTestDatabase, testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
@@ -108,16 +108,29 @@ maybe('PostgreSQL restarted under load', () => {
     const db = await createDb(database.url, { poolSize: 2 });
     const admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
+    // how each connection went back to the pool: with an error it is destroyed, without one it
+    // is kept unless pg already saw its socket close, which races with the backend's exit
+    const releases = new Map<number, Error | undefined>();
+    const raw = rawOf(db);
+    if (raw.provider !== 'postgres') throw new Error('a PostgreSQL test');
+    raw.pool.on('release', (err: Error | undefined, client: pg.PoolClient & { processID?: number }) => {
+      if (client.processID !== undefined) releases.set(client.processID, err);
+    });
     try {
       for (let i = 0; i < 2; i++) {
+        let pid = 0;
         const failed = await db
           .$transaction(async (tx) => {
             const [row] = await tx.$queryRaw<Array<{ pid: number }>>`SELECT pg_backend_pid() AS pid`;
-            await admin.query('SELECT pg_terminate_backend($1)', [row!.pid]);
+            pid = row!.pid;
+            await admin.query('SELECT pg_terminate_backend($1)', [pid]);
             await tx.$queryRaw`SELECT 1`;
           })
           .then(() => false, () => true);
         expect(failed).toBe(true);
+        // given back as broken, never as a connection the next query may get
+        expect(releases.has(pid)).toBe(true);
+        expect(releases.get(pid)).toBeInstanceOf(Error);
       }
       const after = await Promise.race([db.$queryRaw`SELECT 1 AS ok`.then(() => 'answered', (e: Error) => `failed: ${e.message.split('\n').pop()}`), sleep(8_000).then(() => 'no answer in 8 s')]);
       const closed = await Promise.race([db.$disconnect().then(() => 'closed'), sleep(5_000).then(() => 'still closing after 5 s')]);
