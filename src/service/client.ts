@@ -119,6 +119,32 @@ async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }): Pr
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/**
+ * A request's deadline, `ms` after it starts, that reads the sockets before it gives up. A timer
+ * runs before the event loop reads its sockets, so when the loop was held (a long synchronous
+ * task, the process not scheduled on a busy machine) past the deadline, an answer that had
+ * arrived in time was thrown away unread, and the event, accepted by the service, was sent again
+ * (a SQLite import test in CI sent 30 twice). Here the abort waits two turns of the loop after
+ * the timer, so an answer already in a socket is read first; an answer not there yet still times
+ * out about `ms` after the start.
+ */
+export function answerDeadline(ms: number): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  let turn: NodeJS.Immediate | undefined;
+  const timer = setTimeout(() => {
+    turn = setImmediate(() => {
+      turn = setImmediate(() => controller.abort(new DOMException(`no answer within ${ms} ms`, 'TimeoutError')));
+    });
+  }, ms);
+  return {
+    signal: controller.signal,
+    clear: () => {
+      clearTimeout(timer);
+      if (turn) clearImmediate(turn);
+    },
+  };
+}
+
 export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
   const { timeoutMs, logger } = opts;
   const baseUrl = trimSlash(opts.baseUrl);
@@ -126,8 +152,10 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
   const agent = new Agent({
     keepAliveTimeout: 4_000,
     keepAliveMaxTimeout: 30_000,
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
+    // no timers of undici's own on an answer: they would fire as late as the deadline's and read
+    // nothing first (see answerDeadline); the deadline covers headers and body
+    headersTimeout: 0,
+    bodyTimeout: 0,
     connect: { timeout: timeoutMs },
     connections: 64,
   });
@@ -143,13 +171,14 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
 
   async function once(apiKey: string, call: Call, path: string, started: number): Promise<Answer | ServiceFailure> {
     const hasBody = call.body !== undefined;
+    const deadline = answerDeadline(timeoutMs);
     try {
       const res = await request(`${call.origin}${path}`, {
         dispatcher,
         method: call.method,
         headers: headersFor(apiKey, call.auth, hasBody),
         body: hasBody ? JSON.stringify(call.body) : undefined,
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: deadline.signal,
         // passed through to dispatch (reportingSends): not an option undici itself reads
         ...(call.onSent ? { onSent: call.onSent } : {}),
       });
@@ -160,6 +189,8 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
       };
     } catch (err) {
       return failureFromError(err, { timeoutMs, durationMs: Math.round(performance.now() - started) });
+    } finally {
+      deadline.clear();
     }
   }
 

@@ -1,4 +1,5 @@
 // The client against the emulator: every endpoint, every error status, timeouts and drops.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { startServiceEmulator, type FaultMode, type ServiceEmulator } from '../../../src/sandbox/service-emulator';
 import { createServiceClient } from '../../../src/service/client';
 import type { ServiceClient, ServiceResult } from '../../../src/service/types';
@@ -219,5 +220,45 @@ describe.each(endpoints)('%s classifies every error status the emulator can give
 
   it('an invalid key → auth', async () => {
     expect(await call('sk_sandbox_not_a_real_key')).toMatchObject({ kind: 'auth', status: 401 });
+  });
+});
+
+// The answer must come from another process: one in this process could not answer while the
+// event loop is held.
+describe('an answer that arrived while the event loop was held past the deadline', () => {
+  let child: ChildProcess;
+  let url: string;
+  beforeAll(async () => {
+    // answers every request after 100 ms, as the service accepts an event
+    const code = `require('node:http').createServer((q, r) => { q.resume(); q.on('end', () => setTimeout(() => r.writeHead(200, { 'content-type': 'application/json' }).end('{}'), 100)); })
+      .listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
+    child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const port = await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(String(d).trim())));
+    url = `http://127.0.0.1:${port}`;
+  });
+  afterAll(() => {
+    child.kill();
+  });
+
+  it('is read, not thrown away as a timeout (which would send the accepted event again)', async () => {
+    const c = createServiceClient({ baseUrl: url, webhookUrl: url, timeoutMs: TIMEOUT_MS, logger: logs.logger });
+    try {
+      expect((await c.sendEvent('sk_sandbox_any', { event_name: 'x', email: 'a@example.com' })).kind).toBe('ok'); // connected
+      const sending = c.sendEvent('sk_sandbox_any', { event_name: 'x', email: 'a@example.com' });
+      await sleep(30); // written; the answer comes at 100 ms, the deadline is at 300
+      // the loop held past the deadline, with the answer waiting in the socket. Held in a check-
+      // phase callback, as an I/O callback of the app would be: the next turn then starts with
+      // the timers (held in a timer callback, libuv would see them due only a turn later)
+      await new Promise<void>((resolve) =>
+        setImmediate(() => {
+          const held = Date.now();
+          while (Date.now() - held < 3 * TIMEOUT_MS);
+          resolve();
+        }),
+      );
+      expect(await sending).toMatchObject({ kind: 'ok', status: 200 });
+    } finally {
+      await c.close();
+    }
   });
 });
