@@ -92,7 +92,7 @@ class SentReporter implements Dispatcher.DispatchHandler {
   }
 }
 
-/** The agent, with requests that carry `onSent` reporting the moment they are written. */
+/** The agent, with requests that carry `onSent` reporting the moment they are written (all of the client's). */
 function reportingSends(agent: Agent): Dispatcher {
   const dispatch = (options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean => {
     const onSent = (options as { onSent?: (at: number) => void }).onSent;
@@ -172,6 +172,12 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
   async function once(apiKey: string, call: Call, path: string, started: number): Promise<Answer | ServiceFailure> {
     const hasBody = call.body !== undefined;
     const deadline = answerDeadline(timeoutMs);
+    // whether the request reached a connection: one that never did cannot have been accepted
+    let written = false;
+    const onSent = (at: number) => {
+      written = true;
+      call.onSent?.(at);
+    };
     try {
       const res = await request(`${call.origin}${path}`, {
         dispatcher,
@@ -180,7 +186,7 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
         body: hasBody ? JSON.stringify(call.body) : undefined,
         signal: deadline.signal,
         // passed through to dispatch (reportingSends): not an option undici itself reads
-        ...(call.onSent ? { onSent: call.onSent } : {}),
+        ...{ onSent },
       });
       const text = await readCapped(res.body);
       return {
@@ -188,7 +194,7 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
         rate: parseRateInfo(res.headers), durationMs: Math.round(performance.now() - started),
       };
     } catch (err) {
-      return failureFromError(err, { timeoutMs, durationMs: Math.round(performance.now() - started) });
+      return failureFromError(err, { timeoutMs, durationMs: Math.round(performance.now() - started), written });
     } finally {
       deadline.clear();
     }

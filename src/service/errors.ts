@@ -72,8 +72,12 @@ function errCode(err: unknown): string | undefined {
   return errCode(e.cause);
 }
 
-/** Timeouts, refused or reset connections and the like: all retryable. */
-export function failureFromError(err: unknown, ctx: { timeoutMs: number; durationMs: number }): ServiceFailure {
+/**
+ * Timeouts, refused or reset connections and the like: all retryable. `written` says whether the
+ * request reached a connection; false means the service cannot have it (no connection in time,
+ * say), so the send does not count against the message's cap. Left out, it may have.
+ */
+export function failureFromError(err: unknown, ctx: { timeoutMs: number; durationMs: number; written?: boolean }): ServiceFailure {
   // Duck-typed: DOMException (AbortSignal.timeout) may come from another realm, e.g. under jest.
   const e = (typeof err === 'object' && err !== null ? err : {}) as { name?: unknown; message?: unknown };
   const name = typeof e.name === 'string' ? e.name : '';
@@ -83,7 +87,7 @@ export function failureFromError(err: unknown, ctx: { timeoutMs: number; duratio
   let mayHaveArrived = true;
   if (name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT'
     || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_ABORTED' || code === 'UND_ERR_CONNECT_TIMEOUT') {
-    message = `The email service did not answer within ${ctx.timeoutMs} ms.`;
+    message = ctx.written === false ? `Could not connect to the email service within ${ctx.timeoutMs} ms.` : `The email service did not answer within ${ctx.timeoutMs} ms.`;
   } else if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE') {
     message = 'The connection to the email service was closed before a response arrived.';
   } else if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH') {
@@ -93,5 +97,6 @@ export function failureFromError(err: unknown, ctx: { timeoutMs: number; duratio
     const detail = typeof e.message === 'string' ? e.message : String(err);
     message = `The request to the email service failed: ${detail}${code ? ` (${code})` : ''}.`;
   }
+  if (ctx.written === false) mayHaveArrived = false;
   return { kind: 'retryable', message, rate: {}, durationMs: ctx.durationMs, mayHaveArrived };
 }

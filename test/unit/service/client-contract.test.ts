@@ -1,5 +1,6 @@
 // The client against the emulator: every endpoint, every error status, timeouts and drops.
 import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import { startServiceEmulator, type FaultMode, type ServiceEmulator } from '../../../src/sandbox/service-emulator';
 import { createServiceClient } from '../../../src/service/client';
 import type { ServiceClient, ServiceResult } from '../../../src/service/types';
@@ -173,6 +174,8 @@ describe('client against the emulator: real error statuses', () => {
     const r = await client.sendEvent(key, { event_name: 'x', email: 'a@example.com' });
     expect(r.kind).toBe('retryable');
     expect(r.kind !== 'ok' && r.message).toBe(`The email service did not answer within ${TIMEOUT_MS} ms.`);
+    // written, unanswered: the service may have accepted it
+    expect(r.kind !== 'ok' && r.mayHaveArrived).toBe(true);
     expect(r.durationMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
     expect(r.durationMs).toBeLessThan(1500);
     expect((await client.checkKey(key)).kind).toBe('ok');
@@ -257,6 +260,38 @@ describe('an answer that arrived while the event loop was held past the deadline
         }),
       );
       expect(await sending).toMatchObject({ kind: 'ok', status: 200 });
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+// A listener that never accepts, its queue full: a connection attempt waits unanswered, as at a
+// firewall that drops packets. (Node accepts by itself, hence Python, on every machine here.)
+describe('a service that takes no connection in time', () => {
+  let child: ChildProcess;
+  let url: string;
+  let filler: net.Socket;
+  beforeAll(async () => {
+    const code = 'import socket, time\ns = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)\nprint(s.getsockname()[1], flush=True)\ntime.sleep(120)';
+    child = spawn('python3', ['-c', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const port = Number(await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(String(d).trim()))));
+    url = `http://127.0.0.1:${port}`;
+    // the one connection the queue holds: the next ones get no answer
+    filler = net.connect(port, '127.0.0.1');
+    await new Promise((resolve) => filler.once('connect', resolve));
+  });
+  afterAll(() => {
+    filler.destroy();
+    child.kill();
+  });
+
+  it('is retryable, and not counted as a send the service may have (it never left)', async () => {
+    const c = createServiceClient({ baseUrl: url, webhookUrl: url, timeoutMs: TIMEOUT_MS, logger: logs.logger });
+    try {
+      const r = await c.sendEvent('sk_sandbox_any', { event_name: 'x', email: 'a@example.com' });
+      expect(r).toMatchObject({ kind: 'retryable', mayHaveArrived: false, message: `Could not connect to the email service within ${TIMEOUT_MS} ms.` });
+      expect(r.durationMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
     } finally {
       await c.close();
     }
