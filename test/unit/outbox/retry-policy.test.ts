@@ -27,6 +27,15 @@ describe('retry policy', () => {
     expect(decideRetry({ kind: 'rate_limited', message: '429', retryAfterMs: 0 }, 1, t0, t0)).toMatchObject({ runAt: at(500) });
   });
 
+  it('at the send cap, stops only a send that may have reached the service', () => {
+    const cap = { sends: 8, maxSends: 8 };
+    // a timeout after the request was written: the service may hold 8 copies already
+    expect(decideRetry({ kind: 'retryable', message: 'no answer', mayHaveArrived: true }, 8, t0, at(7_000_000), mid, cap)).toMatchObject({ action: 'dead' });
+    // no connection in time, or refused: it never left, so it retries (until the 24-h give-up)
+    expect(decideRetry({ kind: 'retryable', message: 'no connection', mayHaveArrived: false }, 8, t0, at(7_000_000), mid, cap)).toMatchObject({ action: 'retry' });
+    expect(decideRetry({ kind: 'retryable', message: 'no answer', mayHaveArrived: true }, 8, t0, at(7_000_000), mid, { sends: 7, maxSends: 8 })).toMatchObject({ action: 'retry' });
+  });
+
   it('sends a 400 straight to dead with the service message', () => {
     expect(decideRetry({ kind: 'bad_request', message: 'email is invalid' }, 1, t0, t0)).toEqual({ action: 'dead', reason: 'email is invalid' });
   });
