@@ -128,7 +128,7 @@ async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }): Pr
  * the timer, so an answer already in a socket is read first; an answer not there yet still times
  * out about `ms` after the start.
  */
-export function answerDeadline(ms: number): { signal: AbortSignal; clear(): void } {
+function answerDeadline(ms: number): { signal: AbortSignal; clear(): void } {
   const controller = new AbortController();
   let turn: NodeJS.Immediate | undefined;
   const timer = setTimeout(() => {

@@ -226,6 +226,13 @@ describe.each(endpoints)('%s classifies every error status the emulator can give
   });
 });
 
+/** A server in a process of its own, which prints the port it listens on (127.0.0.1). */
+async function listeningChild(command: string, args: string[]): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(String(d).trim())));
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
 // The answer must come from another process: one in this process could not answer while the
 // event loop is held.
 describe('an answer that arrived while the event loop was held past the deadline', () => {
@@ -235,9 +242,7 @@ describe('an answer that arrived while the event loop was held past the deadline
     // answers every request after 100 ms, as the service accepts an event
     const code = `require('node:http').createServer((q, r) => { q.resume(); q.on('end', () => setTimeout(() => r.writeHead(200, { 'content-type': 'application/json' }).end('{}'), 100)); })
       .listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
-    child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const port = await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(String(d).trim())));
-    url = `http://127.0.0.1:${port}`;
+    ({ child, url } = await listeningChild(process.execPath, ['-e', code]));
   });
   afterAll(() => {
     child.kill();
@@ -274,11 +279,9 @@ describe('a service that takes no connection in time', () => {
   let filler: net.Socket;
   beforeAll(async () => {
     const code = 'import socket, time\ns = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)\nprint(s.getsockname()[1], flush=True)\ntime.sleep(120)';
-    child = spawn('python3', ['-c', code], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const port = Number(await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(String(d).trim()))));
-    url = `http://127.0.0.1:${port}`;
+    ({ child, url } = await listeningChild('python3', ['-c', code]));
     // the one connection the queue holds: the next ones get no answer
-    filler = net.connect(port, '127.0.0.1');
+    filler = net.connect(Number(new URL(url).port), '127.0.0.1');
     await new Promise((resolve) => filler.once('connect', resolve));
   });
   afterAll(() => {
