@@ -1,7 +1,9 @@
 // A server's PostgreSQL connections are opened at start and kept while idle: the first orders
 // after a quiet spell must not wait while new server processes start (cold caches, statements
-// prepared again). A client made without the option keeps pg's default and closes idle ones.
-import type pg from 'pg';
+// prepared again), and each has loaded the tables' catalog entries before it is first lent out.
+// A client made without the option keeps pg's default and closes idle ones.
+import pg from 'pg';
+import { Prisma } from '@prisma/client';
 import { applyMigrations } from '../../src/db/migrate';
 import { createDb, rawOf, type Db } from '../../src/db/client';
 import { createTestDatabase, testProvider, type TestDatabase } from '../helpers/db';
@@ -46,4 +48,28 @@ onPostgres('PostgreSQL connections of a server', () => {
     await kept.db.$disconnect();
     expect(counts(kept)).toEqual({ main: 0, lazy: 0 });
   }, 30_000);
+
+  it('has planned a read of every table on each connection it opened at start, before lending it out', async () => {
+    // the statements each connection was sent, recorded at the driver
+    const sent = new Map<unknown, string[]>();
+    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+    const real = proto.query;
+    proto.query = function (this: unknown, ...args: unknown[]) {
+      const config = args[0];
+      const text = typeof config === 'string' ? config : String((config as { text?: unknown } | null)?.text ?? '');
+      sent.set(this, [...(sent.get(this) ?? []), text]);
+      return real.apply(this, args);
+    };
+    try {
+      await open(true);
+    } finally {
+      proto.query = real;
+    }
+    const tables = Object.values(Prisma.ModelName);
+    expect(tables).toContain('OutboxMessage');
+    const firsts = [...sent.values()].map((texts) => texts.find((t) => !/^\s*SELECT "tablename"/.test(t)) ?? '');
+    // 4 + 3 connections, each one's first statement (after the one that lists the tables) plans every table
+    expect(firsts).toHaveLength(7);
+    for (const first of firsts) for (const t of tables) expect(first).toContain(`EXPLAIN SELECT * FROM "${t}"`);
+  });
 });
