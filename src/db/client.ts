@@ -243,7 +243,7 @@ async function fill(pool: pg.Pool, n: number): Promise<void> {
 }
 
 /** The app's tables in the connection's schema (not Prisma's migration log). */
-async function appTables(client: pg.PoolClient | undefined): Promise<string[]> {
+export async function appTables(client: pg.ClientBase | undefined): Promise<string[]> {
   if (!client) return [];
   const { rows } = await client.query<{ name: string }>(`SELECT "tablename" AS "name" FROM "pg_tables" WHERE "schemaname" = current_schema() AND "tablename" <> '_prisma_migrations'`);
   return rows.map((r) => r.name);
@@ -258,7 +258,7 @@ async function appTables(client: pg.PoolClient | undefined): Promise<string[]> {
  * connection, at start; a connection opened later (after a restart of the database) warms as
  * it serves.
  */
-async function warmCatalog(client: pg.PoolClient, tables: string[]): Promise<void> {
+export async function warmCatalog(client: pg.ClientBase, tables: string[]): Promise<void> {
   if (tables.length === 0) return;
   await client.query(tables.map((t) => `EXPLAIN SELECT * FROM "${t.replace(/"/g, '""')}"`).join('; '));
 }
