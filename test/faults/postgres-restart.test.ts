@@ -7,7 +7,7 @@ import { createDb, rawOf } from '../../src/db/client';
 import { sampleOrder } from '../../src/sandbox/samples';
 import { createTestDatabase, testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
-import { account, arrivals, formatCounts, report, sendAll, sleep, statusCounts, waitForAll, type Delivery } from './support';
+import { account, arrivals, formatCounts, orAfter, report, sendAll, sleep, statusCounts, waitForAll, type Delivery } from './support';
 
 const LIMIT = 50;
 const WEBHOOKS = 600;
@@ -28,11 +28,8 @@ maybe('PostgreSQL restarted under load', () => {
   let s: Stack;
   afterAll(async () => {
     if (!s) return;
-    // the app's own close may hang on a leaked connection (see the second test): do not wait on
-    // it for long (and clear that wait's timer, which jest listed as an open handle)
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([s.app.close(), new Promise<void>((resolve) => (timer = setTimeout(resolve, 3_000)))]);
-    clearTimeout(timer);
+    // the app's own close may hang on a leaked connection (see the second test): do not wait on it
+    await orAfter(s.app.close(), 3_000, undefined);
     await Promise.all([s.emulator.close(), s.shop.close()]);
     await s.database.drop();
   }, 30_000);
@@ -135,8 +132,8 @@ maybe('PostgreSQL restarted under load', () => {
         expect(releases.has(pid)).toBe(true);
         expect(releases.get(pid)).toBeInstanceOf(Error);
       }
-      const after = await Promise.race([db.$queryRaw`SELECT 1 AS ok`.then(() => 'answered', (e: Error) => `failed: ${e.message.split('\n').pop()}`), sleep(8_000).then(() => 'no answer in 8 s')]);
-      const closed = await Promise.race([db.$disconnect().then(() => 'closed'), sleep(5_000).then(() => 'still closing after 5 s')]);
+      const after = await orAfter(db.$queryRaw`SELECT 1 AS ok`.then(() => 'answered', (e: Error) => `failed: ${e.message.split('\n').pop()}`), 8_000, 'no answer in 8 s');
+      const closed = await orAfter(db.$disconnect().then(() => 'closed'), 5_000, 'still closing after 5 s');
       report('a transaction whose connection died (pool of 2, twice)', { 'a query afterwards': after, '$disconnect()': closed });
       expect(after).toBe('answered');
       expect(closed).toBe('closed');

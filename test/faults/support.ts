@@ -93,6 +93,16 @@ export { maxInWindow } from '../helpers/clock';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** `p`'s value, or `fallback` if `p` has not settled within `ms`; the timer is cleared either way (no open handle left). */
+export async function orAfter<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export interface SendOutcome {
   /** Webhook ids that got a 200 in the end. */
   accepted: string[];
