@@ -21,7 +21,38 @@ const paramsOf = (params: unknown[] | (() => unknown[])) => (typeof params === '
  * Builds a statement's SQL for a provider. `p(n, pgType?)` is parameter n (1-based) of run()'s
  * array, cast to pgType on PostgreSQL; a parameter may appear several times.
  */
-export type StatementBuilder = (p: (n: number, pgType?: string) => string, provider: DbProvider) => string;
+export type StatementBuilder = (p: Param, provider: DbProvider) => string;
+export type Param = (n: number, pgType?: string) => string;
+
+/**
+ * A statement written once for one row and run for many: `build(col, rows)` on SQLite gets the
+ * parameters as `col` and no `rows` (one row per run); on PostgreSQL `col(n)` is column n of
+ * `rows`, an unnest over one array per parameter (untyped ones are text), which `build` puts in
+ * a FROM. Run it with runRows(). The delivery worker's lanes make their statements together
+ * this way (db/group-commit.ts, Coalescer).
+ */
+export function perRow(build: (col: Param, rows: string | null, provider: DbProvider) => string): StatementBuilder {
+  return (p, provider) => {
+    if (provider !== 'postgres') return build(p, null, provider);
+    const types = new Map<number, string>();
+    const col: Param = (n, type) => (types.set(n, type ?? 'text'), `"v"."p${n}"`);
+    build(col, '', provider);
+    const ns = [...types.keys()].sort((a, b) => a - b);
+    return build(col, `unnest(${ns.map((n) => p(n, `${types.get(n)!}[]`)).join(', ')}) AS "v"(${ns.map((n) => `"p${n}"`).join(', ')})`, provider);
+  };
+}
+
+/** Runs a perRow() statement for rows of parameters: one array per parameter on PostgreSQL; SQLite takes exactly one row. */
+export function runRows<R>(statement: RawStatement<R>, provider: DbProvider, rows: unknown[][] | (() => unknown[][])): Promise<R[]> {
+  return statement.run(() => {
+    const list = typeof rows === 'function' ? rows() : rows;
+    if (provider !== 'postgres') {
+      if (list.length !== 1) throw new Error(`a per-row statement runs one row at a time on ${provider}`);
+      return list[0]!;
+    }
+    return list[0]!.map((_, i) => list.map((r) => r[i]));
+  });
+}
 
 /** pg parses `timestamp` (no zone) as local time and int8 as a string: read both as Prisma does. */
 export const PG_TYPES = {

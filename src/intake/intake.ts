@@ -1,7 +1,7 @@
 // Stage 1: a webhook (or a storefront pixel batch) is acknowledged by one durable write. The
 // raw receipt joins the current group commit; the caller answers only after that commit, so a
 // 200 always means stored. Nothing is parsed or mapped here (stage 2 does that).
-import { GroupCommitter } from './group-commit';
+import { GroupCommitter } from '../db/group-commit';
 import type { NewReceipt, ReceiptStore } from './receipt-store';
 
 export type IntakeOutcome = 'accepted' | 'duplicate';

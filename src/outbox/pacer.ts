@@ -11,35 +11,40 @@
 // that is already full.
 import { randomBytes } from 'node:crypto';
 import { Prisma } from '@prisma/client';
+import { Coalescer } from '../db/group-commit';
 import type { RateInfo } from '../service/types';
 import { rawOf, type Db, type DbProvider } from '../db/client';
-import { prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
+import { perRow, prepare, rawDate, rawTimestamp, runRows, type RawStatement, type StatementBuilder } from '../db/raw';
 import { clamp, RETRY_AFTER_MAX_MS } from './retry-policy';
 import { Sql } from './sql';
 
 // Parameters: 1 now (µs), 2 now (timestamp), 3 catch-up tolerance (µs), 4 (1000 + guard) × 1000,
-// 5 this take's token, 6 workspace. SET expressions all read the row as it was before the update.
-const TAKE: StatementBuilder = (p, provider) => {
+// 5 this take's token, 6 workspace. Per row: on PostgreSQL the takes of concurrent lanes go in
+// one statement, one row per workspace (Coalescer). SET expressions all read the row as it was
+// before the update.
+const TAKE = perRow((c, rows, provider) => {
   // a function, not a string: each use must declare its parameters (SQLite binds them in order)
-  const ok = () => `"nextSendUs" <= ${p(1, 'bigint')} AND ("pausedUntil" IS NULL OR "pausedUntil" <= ${p(2, 'timestamp')})`;
-  const greatest = provider === 'postgres' ? 'GREATEST' : 'MAX';
+  const ok = () => `"nextSendUs" <= ${c(1, 'bigint')} AND ("pausedUntil" IS NULL OR "pausedUntil" <= ${c(2, 'timestamp')})`;
   return `
   UPDATE "WorkspacePacer" SET
     "nextSendUs" = CASE WHEN ${ok()}
-      THEN ${greatest}("nextSendUs", ${p(1, 'bigint')} - ${p(3, 'bigint')}) + ((${p(4, 'bigint')} + "limitPerSec" - 1) / "limitPerSec") ELSE "nextSendUs" END,
-    "takenBy" = CASE WHEN ${ok()} THEN ${p(5)} ELSE "takenBy" END
-  WHERE "workspaceId" = ${p(6)}
-  RETURNING "nextSendUs", "limitPerSec", "pausedUntil", "takenBy"`;
-};
+      THEN ${provider === 'postgres' ? 'GREATEST' : 'MAX'}("nextSendUs", ${c(1, 'bigint')} - ${c(3, 'bigint')}) + ((${c(4, 'bigint')} + "limitPerSec" - 1) / "limitPerSec") ELSE "nextSendUs" END,
+    "takenBy" = CASE WHEN ${ok()} THEN ${c(5)} ELSE "takenBy" END
+  ${rows ? `FROM ${rows}` : ''} WHERE "workspaceId" = ${c(6)}
+  RETURNING "workspaceId", "nextSendUs", "limitPerSec", "pausedUntil", "takenBy"`;
+});
 
 // A take answered late is moved to the moment it is really used, when no one has taken a send
 // since: parameters 1 now (µs), 2 catch-up tolerance (µs), 3 (1000 + guard) × 1000, 4 workspace,
-// 5 the take's token. No row back: someone took the next send meanwhile, so this one is lost.
-const REANCHOR: StatementBuilder = (p, provider) => `
+// 5 the take's token. Per row, as TAKE. No row back for a workspace: someone took the next send
+// meanwhile, so this one is lost.
+const REANCHOR = perRow(
+  (c, rows, provider) => `
   UPDATE "WorkspacePacer" SET
-    "nextSendUs" = ${provider === 'postgres' ? 'GREATEST' : 'MAX'}("nextSendUs", ${p(1, 'bigint')} - ${p(2, 'bigint')} + ((${p(3, 'bigint')} + "limitPerSec" - 1) / "limitPerSec"))
-  WHERE "workspaceId" = ${p(4)} AND "takenBy" = ${p(5)}
-  RETURNING "nextSendUs"`;
+    "nextSendUs" = ${provider === 'postgres' ? 'GREATEST' : 'MAX'}("nextSendUs", ${c(1, 'bigint')} - ${c(2, 'bigint')} + ((${c(3, 'bigint')} + "limitPerSec" - 1) / "limitPerSec"))
+  ${rows ? `FROM ${rows}` : ''} WHERE "workspaceId" = ${c(4)} AND "takenBy" = ${c(5)}
+  RETURNING "workspaceId"`,
+);
 
 // A workspace met for the first time: its row with the default limit, unless another process
 // made it first (then nothing comes back). Parameters: 1 workspace, 2 limit, 3 now (timestamp).
@@ -61,6 +66,7 @@ const LAZY = { lazyCommit: true } as const;
 const MAX_REANCHORS = 2;
 
 interface TakeRow {
+  workspaceId: string;
   nextSendUs: number;
   limitPerSec: number;
   pausedUntil: unknown;
@@ -112,7 +118,10 @@ export class Pacer {
 
   private readonly provider: DbProvider;
   private readonly takeStatement: RawStatement<TakeRow>;
-  private readonly reanchorStatement: RawStatement<{ nextSendUs: number }>;
+  private readonly reanchorStatement: RawStatement<{ workspaceId: string }>;
+  /** PostgreSQL: the takes and moves of concurrent lanes, one statement each per round trip. */
+  private readonly takes?: Coalescer<{ workspaceId: string; token: string }, { row?: TakeRow; nowMs: number }>;
+  private readonly moves?: Coalescer<{ workspaceId: string; token: string; at: () => number }, boolean>;
   private readonly ensureStatement: RawStatement<{ limitPerSec: number }>;
   private readonly setLimitStatement: RawStatement<never>;
 
@@ -123,6 +132,10 @@ export class Pacer {
     this.reanchorStatement = prepare(rawOf(db), 'pacer_reanchor', REANCHOR, LAZY);
     this.ensureStatement = prepare(rawOf(db), 'pacer_ensure', ENSURE, LAZY);
     this.setLimitStatement = prepare(rawOf(db), 'pacer_set_limit', SET_LIMIT, LAZY);
+    if (provider === 'postgres') {
+      this.takes = new Coalescer({ key: (t) => t.workspaceId, run: (takes) => this.runTakes(takes) });
+      this.moves = new Coalescer({ key: (m) => m.workspaceId, run: (moves) => this.runMoves(moves) });
+    }
     this.guardMs = opts.guardMs ?? DEFAULT_GUARD_MS;
     this.toleranceMs = opts.toleranceMs ?? DEFAULT_TOLERANCE_MS;
     this.perSendUs = (1000 + Math.round(this.guardMs)) * 1000;
@@ -146,14 +159,7 @@ export class Pacer {
   async tryTake(workspaceId: string): Promise<Take> {
     await this.ensureRow(workspaceId);
     const token = randomBytes(8).toString('hex');
-    // the take's time is read once the statement has its connection: a wait for the SQLite lock
-    // or a pool client does not count against the tolerance, only the answer's way back does
-    let nowMs = 0;
-    const rows = await this.takeStatement.run(() => {
-      nowMs = this.now();
-      return [Math.round(nowMs * 1000), rawTimestamp(this.provider, new Date(nowMs)), this.toleranceMs * 1000, this.perSendUs, token, workspaceId];
-    });
-    const row = rows[0];
+    const { row, nowMs } = await (this.takes ? this.takes.call({ workspaceId, token }) : this.runTakes([{ workspaceId, token }]).then((r) => r[0]!));
     if (!row) {
       // the row went with its last shop (shop/redact): create it again on the next try
       this.known.delete(workspaceId);
@@ -227,9 +233,32 @@ export class Pacer {
   }
 
   /** Moves the next send to one interval after `at()` (read once the statement has its connection), while `token` holds the last take. */
-  private async moveNext(workspaceId: string, token: string, at: () => number): Promise<boolean> {
-    const rows = await this.reanchorStatement.run(() => [Math.round(at() * 1000), this.toleranceMs * 1000, this.perSendUs, workspaceId, token]);
-    return rows.length > 0;
+  private moveNext(workspaceId: string, token: string, at: () => number): Promise<boolean> {
+    const move = { workspaceId, token, at };
+    return this.moves ? this.moves.call(move) : this.runMoves([move]).then((r) => r[0]!);
+  }
+
+  /**
+   * Takes, one per workspace, in one statement; the time of all of them is read once the
+   * statement has its connection (a wait for the SQLite lock or a pool client does not count
+   * against the tolerance, only the answer's way back does). SQLite: one take.
+   */
+  private async runTakes(takes: Array<{ workspaceId: string; token: string }>): Promise<Array<{ row?: TakeRow; nowMs: number }>> {
+    let nowMs = 0;
+    const rows = await runRows(this.takeStatement, this.provider, () => {
+      nowMs = this.now();
+      const now = [Math.round(nowMs * 1000), rawTimestamp(this.provider, new Date(nowMs)), this.toleranceMs * 1000, this.perSendUs];
+      return takes.map((t) => [...now, t.token, t.workspaceId]);
+    });
+    const byWorkspace = new Map(rows.map((r) => [r.workspaceId, r]));
+    return takes.map((t) => ({ row: byWorkspace.get(t.workspaceId), nowMs }));
+  }
+
+  /** Moves, one per workspace, in one statement (SQLite: one); whether each still held its take. */
+  private async runMoves(moves: Array<{ workspaceId: string; token: string; at: () => number }>): Promise<boolean[]> {
+    const rows = await runRows(this.reanchorStatement, this.provider, () => moves.map((m) => [Math.round(m.at() * 1000), this.toleranceMs * 1000, this.perSendUs, m.workspaceId, m.token]));
+    const moved = new Set(rows.map((r) => r.workspaceId));
+    return moves.map((m) => moved.has(m.workspaceId));
   }
 
   /** For calls that are not deliveries (key checks, lists): waits for a send, at most maxWaitMs. */

@@ -9,7 +9,8 @@
 // delivered_unconfirmed rather than released for another send (see worker.ts).
 import { Prisma } from '@prisma/client';
 import { rawOf, type Db, type DbProvider } from '../db/client';
-import { compileSqlite, execCompiled, prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
+import { Coalescer } from '../db/group-commit';
+import { compileSqlite, execCompiled, perRow, prepare, rawDate, rawTimestamp, runRows, type Param, type RawStatement, type StatementBuilder } from '../db/raw';
 import { sendCapReason } from './retry-policy';
 import { Sql } from './sql';
 
@@ -66,22 +67,25 @@ const CLAIM: StatementBuilder = (p, provider) => `
 // Records an outcome, fenced on the claimer, and its attempt, in one statement (PostgreSQL) or one
 // transaction (SQLite). Parameters: 1 status, 2 delivered at, 3 latency, 4 run at, 5 held reason,
 // 6 last error, 7 last status, 8 sends to give back, 9 scrub (1/0), 10 now, 11 id, 12 worker.
-const FINISH_SET = (p: (n: number, t?: string) => string) => `
+const FINISH_SET = (p: Param) => `
   "status" = ${p(1)}, "deliveredAt" = COALESCE(${p(2, 'timestamp')}, "deliveredAt"), "latencyMs" = COALESCE(${p(3, 'bigint')}, "latencyMs"),
   "runAt" = COALESCE(${p(4, 'timestamp')}, "runAt"), "heldReason" = COALESCE(${p(5)}, "heldReason"), "lastError" = ${p(6)},
   "lastStatus" = ${p(7, 'integer')}, "sends" = "sends" - ${p(8, 'integer')},
   "email" = CASE WHEN ${p(9, 'integer')} = 1 THEN NULL ELSE "email" END, "body" = CASE WHEN ${p(9, 'integer')} = 1 THEN '{}' ELSE "body" END,
-  "lockedBy" = NULL, "lockedUntil" = NULL, "updatedAt" = ${p(10, 'timestamp')}
-  WHERE "id" = ${p(11, 'integer')} AND "lockedBy" = ${p(12)} AND "status" = 'delivering'`;
+  "lockedBy" = NULL, "lockedUntil" = NULL, "updatedAt" = ${p(10, 'timestamp')}`;
+const FINISH_WHERE = (p: Param) => `"OutboxMessage"."id" = ${p(11, 'integer')} AND "lockedBy" = ${p(12)} AND "status" = 'delivering'`;
 // attempt columns, parameters 13..20
 const ATTEMPT_COLUMNS = '"messageId", "attempt", "startedAt", "durationMs", "statusCode", "outcome", "error", "workerId"';
-const ATTEMPT_VALUES = (p: (n: number, t?: string) => string) =>
+const ATTEMPT_VALUES = (p: Param) =>
   `${p(13, 'integer')}, ${p(14, 'integer')}, ${p(15, 'timestamp')}, ${p(16, 'integer')}, ${p(17, 'integer')}, ${p(18)}, ${p(19)}, ${p(20)}`;
-const FINISH_PG: StatementBuilder = (p) => `
-  WITH "done" AS (UPDATE "OutboxMessage" SET ${FINISH_SET(p)} RETURNING "id")
-  INSERT INTO "DeliveryAttempt" (${ATTEMPT_COLUMNS}) SELECT ${ATTEMPT_VALUES(p)} FROM "done"
-  RETURNING "id"`;
-const FINISH_UPDATE_SQLITE = compileSqlite((p) => `UPDATE "OutboxMessage" SET ${FINISH_SET(p)}`);
+// PostgreSQL: the outcomes of concurrent lanes in one statement, a row each (Coalescer)
+const FINISH_PG = perRow(
+  (c, rows) => `
+  WITH "done" AS (UPDATE "OutboxMessage" SET ${FINISH_SET(c)} FROM ${rows} WHERE ${FINISH_WHERE(c)} RETURNING "OutboxMessage"."id")
+  INSERT INTO "DeliveryAttempt" (${ATTEMPT_COLUMNS}) SELECT ${ATTEMPT_VALUES(c)} FROM "done" JOIN ${rows} ON ${c(11, 'integer')} = "done"."id"
+  RETURNING "messageId"`,
+);
+const FINISH_UPDATE_SQLITE = compileSqlite((p) => `UPDATE "OutboxMessage" SET ${FINISH_SET(p)} WHERE ${FINISH_WHERE(p)}`);
 const ATTEMPT_INSERT_SQLITE = compileSqlite((p) => `INSERT INTO "DeliveryAttempt" (${ATTEMPT_COLUMNS}) VALUES (${ATTEMPT_VALUES(p)})`);
 
 interface FinishFields {
@@ -107,7 +111,9 @@ export class OutboxRepository {
   private readonly sql: Sql;
   readonly maxSends: number;
   private readonly claimStatement: RawStatement<Record<(typeof CLAIMED_COLUMNS)[number], unknown>>;
-  private readonly finishStatement: RawStatement<{ id: number }>;
+  private readonly finishStatement: RawStatement<{ messageId: number }>;
+  /** PostgreSQL: the outcomes of concurrent lanes, recorded together (one round trip under load). */
+  private readonly finishes?: Coalescer<unknown[], boolean>;
 
   constructor(
     readonly db: Db,
@@ -120,6 +126,15 @@ export class OutboxRepository {
     // small took 100 ms per claim behind 100,000 queued messages (deep-backlog fault test)
     this.claimStatement = prepare(rawOf(db), 'outbox_claim', CLAIM, { replan: true });
     this.finishStatement = prepare(rawOf(db), 'outbox_finish', FINISH_PG);
+    if (provider === 'postgres') {
+      this.finishes = new Coalescer({
+        key: (params) => String(params[10]),
+        run: async (rows) => {
+          const hit = new Set((await runRows(this.finishStatement, provider, rows)).map((r) => Number(r.messageId)));
+          return rows.map((params) => hit.has(params[10] as number));
+        },
+      });
+    }
   }
 
   private ts(d: Date | null | undefined): number | string | null {
@@ -192,9 +207,9 @@ export class OutboxRepository {
       f.giveBackSend ? 1 : 0, f.scrub ? 1 : 0, this.ts(now), msg.id, workerId,
       msg.id, attempt.attempt, this.ts(attempt.startedAt), attempt.durationMs, attempt.statusCode, attempt.outcome, attempt.error, attempt.workerId ?? null,
     ];
-    const raw = rawOf(this.db);
     // the attempt row is inserted only when the fenced update hit
-    if (raw.provider === 'postgres') return (await this.finishStatement.run(params)).length === 1;
+    const raw = rawOf(this.db);
+    if (raw.provider === 'postgres') return this.finishes!.call(params);
     return raw.exclusive((conn) =>
       conn.transaction(() => {
         const changed = execCompiled(conn, 'outbox_finish', FINISH_UPDATE_SQLITE, params).changes === 1;

@@ -229,6 +229,28 @@ describe(`pacer on ${testProvider}`, () => {
     expect(await pacer.takeSend('ws-i', { maxWaitMs: 2_000 })).toEqual({ kind: 'busy', until: now + 3_000 });
   });
 
+  // PostgreSQL: the lanes of a worker take their sends at once; one round trip carries them all
+  (testProvider === 'postgres' ? it : it.skip)('takes the sends of concurrent lanes in one statement, never two of one workspace together', async () => {
+    const raw = rawOf(db);
+    if (raw.provider !== 'postgres') throw new Error('postgres only');
+    let t = 40_000_000;
+    const pacer = new Pacer(db, testProvider, { now: () => t });
+    const workspaces = Array.from({ length: 20 }, (_, i) => `ws-many-${i}`);
+    for (const ws of workspaces) expect((await pacer.tryTake(ws)).ok).toBe(true);
+    t += 60_000;
+    const connects = jest.spyOn(raw.lazy, 'connect');
+    try {
+      // 20 workspaces, and a second take for the first one, all in one tick
+      const takes = await Promise.all([...workspaces, workspaces[0]!].map((ws) => pacer.tryTake(ws)));
+      expect(takes.slice(0, 20).every((x) => x.ok)).toBe(true);
+      // the second take of ws-many-0 went after the first (not in its statement) and found the interval taken
+      expect(takes[20]).toMatchObject({ ok: false, retryAt: t - 10 + 104 });
+      expect(connects).toHaveBeenCalledTimes(2);
+    } finally {
+      connects.mockRestore();
+    }
+  });
+
   // PostgreSQL: the pacer's writes are bookkeeping, committed without waiting for the WAL flush
   // (db/raw.ts lazyCommit), on a pool of their own; a delivery's record is not.
   (testProvider === 'postgres' ? it : it.skip)('takes its sends on the bookkeeping pool, whose sessions do not wait for the WAL flush', async () => {
