@@ -9,7 +9,7 @@
 // moment it really left, as long as no one has taken a send since (takeSend, sent()); when
 // someone has, a late answer is given up and taken again. So no send is fired late into a window
 // that is already full.
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Prisma } from '@prisma/client';
 import { Coalescer } from '../db/group-commit';
 import type { RateInfo } from '../service/types';
@@ -115,6 +115,9 @@ export class Pacer {
   /** The limit this process last saw reported per workspace, to write it only when it changes. */
   private readonly limits = new Map<string, number>();
   private readonly known = new Set<string>();
+  /** A take's token: this pacer's random prefix and a count, unique among every process's takes (randomBytes per take was 2% of a busy round's CPU). */
+  private readonly tokenPrefix = `${randomUUID().slice(0, 13)}-`;
+  private takesMade = 0;
 
   private readonly provider: DbProvider;
   private readonly takeStatement: RawStatement<TakeRow>;
@@ -158,7 +161,7 @@ export class Pacer {
    */
   async tryTake(workspaceId: string): Promise<Take> {
     await this.ensureRow(workspaceId);
-    const token = randomBytes(8).toString('hex');
+    const token = `${this.tokenPrefix}${(this.takesMade++).toString(36)}`;
     const { row, nowMs } = await (this.takes ? this.takes.call({ workspaceId, token }) : this.runTakes([{ workspaceId, token }]).then((r) => r[0]!));
     if (!row) {
       // the row went with its last shop (shop/redact): create it again on the next try

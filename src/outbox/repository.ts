@@ -50,19 +50,38 @@ export interface ClaimedMessage {
 }
 
 const CLAIMED_COLUMNS = ['id', 'shopId', 'kind', 'lane', 'email', 'body', 'attempts', 'sends', 'runAt', 'dueAt', 'lockedUntil'] as const;
+type ClaimedRow = Record<(typeof CLAIMED_COLUMNS)[number], unknown>;
 
 // Claims in one statement, counting the attempt and the send, and returns the rows. Parameters:
 // 1 worker, 2 locked until, 3 now, 4 shop, 5 limit. Only columns of the (status, shopId, lane,
 // runAt, id) index in the WHERE: one more (the send count) made SQLite sort the whole due
-// backlog; `lane IN (0, 1)` lets it seek both lanes in index order.
-const CLAIM: StatementBuilder = (p, provider) => `
+// backlog; `lane IN (0, 1)` lets it seek both lanes in index order. SQLite; PostgreSQL: CLAIM_PG.
+const CLAIM: StatementBuilder = (p) => `
   UPDATE "OutboxMessage" SET "status" = 'delivering', "attempts" = "attempts" + 1, "sends" = "sends" + 1,
     "lockedBy" = ${p(1)}, "lockedUntil" = ${p(2, 'timestamp')}, "updatedAt" = ${p(3, 'timestamp')}
   WHERE "id" IN (
     SELECT "id" FROM "OutboxMessage"
     WHERE "status" = 'queued' AND "shopId" = ${p(4)} AND "lane" IN (0, 1) AND "runAt" <= ${p(3, 'timestamp')}
-    ORDER BY "lane", "runAt", "id" LIMIT ${p(5, 'integer')} ${provider === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : ''}
+    ORDER BY "lane", "runAt", "id" LIMIT ${p(5, 'integer')}
   ) RETURNING ${CLAIMED_COLUMNS.map((c) => `"${c}"`).join(', ')}`;
+
+// PostgreSQL: the claims of concurrent lanes in one statement, a row each (Coalescer), with the
+// parameters of CLAIM. Each lane's batch is its own ordered, limited subquery, which the index
+// serves in order (no sort behind a deep backlog); planned with the table as it is at each run.
+const CLAIM_PG = perRow(
+  (c, rows) => `
+  UPDATE "OutboxMessage" SET "status" = 'delivering', "attempts" = "attempts" + 1, "sends" = "sends" + 1,
+    "lockedBy" = "c"."worker", "lockedUntil" = "c"."until", "updatedAt" = "c"."now"
+  FROM (
+    SELECT "m"."id", ${c(1)} AS "worker", ${c(2, 'timestamp')} AS "until", ${c(3, 'timestamp')} AS "now" FROM ${rows}
+    CROSS JOIN LATERAL (
+      SELECT "id" FROM "OutboxMessage"
+      WHERE "status" = 'queued' AND "shopId" = ${c(4)} AND "lane" IN (0, 1) AND "runAt" <= ${c(3, 'timestamp')}
+      ORDER BY "lane", "runAt", "id" LIMIT ${c(5, 'integer')} FOR UPDATE SKIP LOCKED) AS "m"
+  ) AS "c"
+  WHERE "OutboxMessage"."id" = "c"."id"
+  RETURNING ${CLAIMED_COLUMNS.map((col) => `"OutboxMessage"."${col}"`).join(', ')}`,
+);
 
 // Records an outcome, fenced on the claimer, and its attempt, in one statement (PostgreSQL) or one
 // transaction (SQLite). Parameters: 1 status, 2 delivered at, 3 latency, 4 run at, 5 held reason,
@@ -110,7 +129,9 @@ export interface Requeued {
 export class OutboxRepository {
   private readonly sql: Sql;
   readonly maxSends: number;
-  private readonly claimStatement: RawStatement<Record<(typeof CLAIMED_COLUMNS)[number], unknown>>;
+  private readonly claimStatement: RawStatement<ClaimedRow>;
+  /** PostgreSQL: the claims of concurrent lanes, made together (one round trip under load). */
+  private readonly claims?: Coalescer<unknown[], ClaimedRow[]>;
   private readonly finishStatement: RawStatement<{ messageId: number }>;
   /** PostgreSQL: the outcomes of concurrent lanes, recorded together (one round trip under load). */
   private readonly finishes?: Coalescer<unknown[], boolean>;
@@ -124,9 +145,16 @@ export class OutboxRepository {
     this.maxSends = opts.maxSends ?? DEFAULT_MAX_SENDS;
     // planned with its parameters each time: a generic plan made while the shop's queue was
     // small took 100 ms per claim behind 100,000 queued messages (deep-backlog fault test)
-    this.claimStatement = prepare(rawOf(db), 'outbox_claim', CLAIM, { replan: true });
+    this.claimStatement = prepare(rawOf(db), 'outbox_claim', provider === 'postgres' ? CLAIM_PG : CLAIM, { replan: true });
     this.finishStatement = prepare(rawOf(db), 'outbox_finish', FINISH_PG);
     if (provider === 'postgres') {
+      this.claims = new Coalescer({
+        key: (params) => String(params[3]),
+        run: async (rows) => {
+          const claimed = await runRows(this.claimStatement, provider, rows);
+          return rows.map((params) => claimed.filter((r) => r.shopId === params[3]));
+        },
+      });
       this.finishes = new Coalescer({
         key: (params) => String(params[10]),
         run: async (rows) => {
@@ -147,7 +175,8 @@ export class OutboxRepository {
    */
   async claim(shopId: string, workerId: string, limit: number, now: Date, lockMs: number): Promise<ClaimedMessage[]> {
     const until = new Date(now.getTime() + lockMs);
-    const rows = await this.claimStatement.run([workerId, this.ts(until), this.ts(now), shopId, limit]);
+    const params = [workerId, this.ts(until), this.ts(now), shopId, limit];
+    const rows = await (this.claims ? this.claims.call(params) : this.claimStatement.run(params));
     const messages = rows.map((r) => ({
       id: Number(r.id), shopId: String(r.shopId), kind: String(r.kind), lane: Number(r.lane), email: r.email === null ? null : String(r.email),
       body: String(r.body), attempts: Number(r.attempts), sends: Number(r.sends), runAt: rawDate(r.runAt)!, dueAt: rawDate(r.dueAt)!, lockedUntil: rawDate(r.lockedUntil),
