@@ -294,6 +294,35 @@ describe(`stage 2: a batch spans the partitions a process leased (${testProvider
     expect([...readsOf.keys()].sort((x, y) => x - y)).toEqual(Array.from({ length: PARTITIONS }, (_, p) => p));
     expect([...readsOf.values()]).toEqual(Array(PARTITIONS).fill(1));
   });
+
+  // PostgreSQL: another processor's lease in flight holds its partitions' rows; this one takes
+  // the next partitions at once instead of waiting for those rows and then finding them taken
+  (testProvider === 'postgres' ? it : it.skip)('a processor skips the partitions another is leasing at this moment, and leases the next ones', async () => {
+    const firstSeen = await oneReceiptPerShop('skip', 64);
+    const raw = rawOf(s.app.db);
+    if (raw.provider !== 'postgres') throw new Error('postgres only');
+    const other = await raw.pool.connect();
+    const lease = (s.app.processor as unknown as { lease(): Promise<number[]> }).lease.bind(s.app.processor);
+    let committed = false;
+    try {
+      await other.query('BEGIN');
+      // the oldest half, locked as another processor's lease statement locks them
+      const held = firstSeen.slice(0, PARTITIONS / 2);
+      await other.query('SELECT "partition" FROM "ReceiptLease" WHERE "partition" = ANY($1::int[]) FOR UPDATE', [held]);
+      let timer: NodeJS.Timeout | undefined;
+      const got = await Promise.race([lease(), new Promise<'waited'>((r) => (timer = setTimeout(() => r('waited'), 2_000)))]);
+      clearTimeout(timer);
+      await other.query('COMMIT');
+      committed = true;
+      expect(got).toEqual([...firstSeen.slice(PARTITIONS / 2)].sort((a, b) => a - b));
+    } finally {
+      if (!committed) await other.query('ROLLBACK').catch(() => undefined);
+      other.release();
+      // the partitions this lease took are given back, and everything is processed
+      await s.app.db.receiptLease.updateMany({ data: { owner: null, leasedUntil: null } });
+      expect(await s.app.processor.drainAll()).toBe(64);
+    }
+  });
 });
 
 describe(`stage 2: receipts arriving a few ms apart share a batch (${testProvider})`, () => {
