@@ -106,11 +106,6 @@ export class Coalescer<T, R> {
     return r.value;
   }
 
-  /** Statements made and items carried. */
-  get stats(): { writes: number; items: number } {
-    return { writes: this.committer.writes, items: this.committer.items };
-  }
-
   private async write(items: T[]): Promise<Array<Settled<R>>> {
     const results = new Array<Settled<R>>(items.length);
     // rounds of distinct keys: an item goes in the round after its key's previous item
