@@ -3,6 +3,8 @@
 // at once. Every submitter learns the outcome of the write that carried its item: a failed
 // write fails every item in it (nothing half-written: the write is one statement or one
 // transaction).
+import type { DbProvider } from './client';
+
 export interface GroupCommitOptions<T, R> {
   /** Writes a group durably; returns one result per item, in order. */
   write(items: T[]): Promise<R[]>;
@@ -134,4 +136,14 @@ export class Coalescer<T, R> {
     for (const item of batch) out.push(...(await this.settle([item])));
     return out;
   }
+}
+
+/**
+ * A per-row statement's call (db/raw.ts perRow): on PostgreSQL made together with the concurrent
+ * calls (Coalescer); on SQLite, where a statement costs no round trip, run alone at once.
+ */
+export function perRowCall<T, R>(provider: DbProvider, opts: CoalesceOptions<T, R>): (item: T) => Promise<R> {
+  if (provider !== 'postgres') return (item) => opts.run([item]).then((r) => r[0]!);
+  const coalescer = new Coalescer(opts);
+  return (item) => coalescer.call(item);
 }

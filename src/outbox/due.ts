@@ -8,7 +8,7 @@
 //   and the lane looks again. A missed lowering is found by the slow reconcile (and logged).
 import { Prisma } from '@prisma/client';
 import { rawOf, type Db, type DbProvider } from '../db/client';
-import { Coalescer } from '../db/group-commit';
+import { perRowCall } from '../db/group-commit';
 import { perRow, prepare, rawDate, rawTimestamp, runRows, type RawStatement, type StatementBuilder } from '../db/raw';
 import type { SqlTx } from '../db/transaction';
 import { Sql } from './sql';
@@ -98,8 +98,8 @@ export class ShopQueue {
   private readonly leaseStatement: RawStatement<{ shopId: string }>;
   private readonly nextWakeStatement: RawStatement<{ future: unknown; lease: unknown }>;
   private readonly releaseStatement: RawStatement<{ shopId: string; dueAt: unknown }>;
-  /** PostgreSQL: the ends of concurrent lanes, made together (one round trip under load). */
-  private readonly releases?: Coalescer<[string, string, unknown], { dueAt: unknown } | undefined>;
+  /** A lane's end: on PostgreSQL those of concurrent lanes share one statement. */
+  private readonly releaseOne: (row: [string, string, unknown]) => Promise<{ dueAt: unknown } | undefined>;
   private readonly leasedByStatement: RawStatement<{ held: number }>;
   private readonly readingLeases = new Map<string, RawStatement<{ shopId: string }>>();
 
@@ -111,7 +111,7 @@ export class ShopQueue {
     this.leaseStatement = prepare(rawOf(db), 'due_lease', LEASE, { lazyCommit: true });
     this.nextWakeStatement = prepare(rawOf(db), 'due_next_wake', NEXT_WAKE);
     this.releaseStatement = prepare(rawOf(db), 'due_release', RELEASE, { lazyCommit: true });
-    if (provider === 'postgres') this.releases = new Coalescer({ key: ([shopId]) => shopId, run: (rows) => this.runReleases(rows) });
+    this.releaseOne = perRowCall(provider, { key: ([shopId]) => shopId, run: (rows) => this.runReleases(rows) });
     this.leasedByStatement = prepare(rawOf(db), 'due_leased_by', LEASED_BY);
   }
 
@@ -152,8 +152,7 @@ export class ShopQueue {
   async release(shopId: string, workerId: string, notBefore?: Date): Promise<Date | null> {
     const after = notBefore ? rawTimestamp(this.provider, notBefore) : null;
     for (let round = 0; round < 5; round++) {
-      const row: [string, string, unknown] = [shopId, workerId, after];
-      const done = await (this.releases ? this.releases.call(row) : this.runReleases([row]).then((r) => r[0]));
+      const done = await this.releaseOne([shopId, workerId, after]);
       if (done) return rawDate(done.dueAt);
       // no row: the version moved under us (look again), or the shop is not ours (any more)
       if ((await this.leasedByStatement.run([shopId, workerId])).length === 0) return null;

@@ -11,7 +11,7 @@
 // that is already full.
 import { randomUUID } from 'node:crypto';
 import { Prisma } from '@prisma/client';
-import { Coalescer } from '../db/group-commit';
+import { perRowCall } from '../db/group-commit';
 import type { RateInfo } from '../service/types';
 import { rawOf, type Db, type DbProvider } from '../db/client';
 import { perRow, prepare, rawDate, rawTimestamp, runRows, type RawStatement, type StatementBuilder } from '../db/raw';
@@ -122,9 +122,9 @@ export class Pacer {
   private readonly provider: DbProvider;
   private readonly takeStatement: RawStatement<TakeRow>;
   private readonly reanchorStatement: RawStatement<{ workspaceId: string }>;
-  /** PostgreSQL: the takes and moves of concurrent lanes, one statement each per round trip. */
-  private readonly takes?: Coalescer<{ workspaceId: string; token: string }, { row?: TakeRow; nowMs: number }>;
-  private readonly moves?: Coalescer<{ workspaceId: string; token: string; at: () => number }, boolean>;
+  /** A take and a move: on PostgreSQL those of concurrent lanes share one statement. */
+  private readonly takeOne: (take: { workspaceId: string; token: string }) => Promise<{ row?: TakeRow; nowMs: number }>;
+  private readonly moveOne: (move: { workspaceId: string; token: string; at: () => number }) => Promise<boolean>;
   private readonly ensureStatement: RawStatement<{ limitPerSec: number }>;
   private readonly setLimitStatement: RawStatement<never>;
 
@@ -135,10 +135,8 @@ export class Pacer {
     this.reanchorStatement = prepare(rawOf(db), 'pacer_reanchor', REANCHOR, LAZY);
     this.ensureStatement = prepare(rawOf(db), 'pacer_ensure', ENSURE, LAZY);
     this.setLimitStatement = prepare(rawOf(db), 'pacer_set_limit', SET_LIMIT, LAZY);
-    if (provider === 'postgres') {
-      this.takes = new Coalescer({ key: (t) => t.workspaceId, run: (takes) => this.runTakes(takes) });
-      this.moves = new Coalescer({ key: (m) => m.workspaceId, run: (moves) => this.runMoves(moves) });
-    }
+    this.takeOne = perRowCall(provider, { key: (t) => t.workspaceId, run: (takes) => this.runTakes(takes) });
+    this.moveOne = perRowCall(provider, { key: (m) => m.workspaceId, run: (moves) => this.runMoves(moves) });
     this.guardMs = opts.guardMs ?? DEFAULT_GUARD_MS;
     this.toleranceMs = opts.toleranceMs ?? DEFAULT_TOLERANCE_MS;
     this.perSendUs = (1000 + Math.round(this.guardMs)) * 1000;
@@ -162,7 +160,7 @@ export class Pacer {
   async tryTake(workspaceId: string): Promise<Take> {
     await this.ensureRow(workspaceId);
     const token = `${this.tokenPrefix}${(this.takesMade++).toString(36)}`;
-    const { row, nowMs } = await (this.takes ? this.takes.call({ workspaceId, token }) : this.runTakes([{ workspaceId, token }]).then((r) => r[0]!));
+    const { row, nowMs } = await this.takeOne({ workspaceId, token });
     if (!row) {
       // the row went with its last shop (shop/redact): create it again on the next try
       this.known.delete(workspaceId);
@@ -237,8 +235,7 @@ export class Pacer {
 
   /** Moves the next send to one interval after `at()` (read once the statement has its connection), while `token` holds the last take. */
   private moveNext(workspaceId: string, token: string, at: () => number): Promise<boolean> {
-    const move = { workspaceId, token, at };
-    return this.moves ? this.moves.call(move) : this.runMoves([move]).then((r) => r[0]!);
+    return this.moveOne({ workspaceId, token, at });
   }
 
   /**

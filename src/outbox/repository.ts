@@ -9,7 +9,7 @@
 // delivered_unconfirmed rather than released for another send (see worker.ts).
 import { Prisma } from '@prisma/client';
 import { rawOf, type Db, type DbProvider } from '../db/client';
-import { Coalescer } from '../db/group-commit';
+import { Coalescer, perRowCall } from '../db/group-commit';
 import { compileSqlite, execCompiled, perRow, prepare, rawDate, rawTimestamp, runRows, type Param, type RawStatement, type StatementBuilder } from '../db/raw';
 import { sendCapReason } from './retry-policy';
 import { Sql } from './sql';
@@ -56,13 +56,15 @@ type ClaimedRow = Record<(typeof CLAIMED_COLUMNS)[number], unknown>;
 // 1 worker, 2 locked until, 3 now, 4 shop, 5 limit. Only columns of the (status, shopId, lane,
 // runAt, id) index in the WHERE: one more (the send count) made SQLite sort the whole due
 // backlog; `lane IN (0, 1)` lets it seek both lanes in index order. SQLite; PostgreSQL: CLAIM_PG.
-const CLAIM: StatementBuilder = (p) => `
-  UPDATE "OutboxMessage" SET "status" = 'delivering', "attempts" = "attempts" + 1, "sends" = "sends" + 1,
-    "lockedBy" = ${p(1)}, "lockedUntil" = ${p(2, 'timestamp')}, "updatedAt" = ${p(3, 'timestamp')}
-  WHERE "id" IN (
+const CLAIM_SET = (worker: string, until: string, now: string) =>
+  `"status" = 'delivering', "attempts" = "attempts" + 1, "sends" = "sends" + 1, "lockedBy" = ${worker}, "lockedUntil" = ${until}, "updatedAt" = ${now}`;
+const CLAIM_DUE = (shop: string, now: string, limit: string) => `
     SELECT "id" FROM "OutboxMessage"
-    WHERE "status" = 'queued' AND "shopId" = ${p(4)} AND "lane" IN (0, 1) AND "runAt" <= ${p(3, 'timestamp')}
-    ORDER BY "lane", "runAt", "id" LIMIT ${p(5, 'integer')}
+    WHERE "status" = 'queued' AND "shopId" = ${shop} AND "lane" IN (0, 1) AND "runAt" <= ${now}
+    ORDER BY "lane", "runAt", "id" LIMIT ${limit}`;
+const CLAIM: StatementBuilder = (p) => `
+  UPDATE "OutboxMessage" SET ${CLAIM_SET(p(1), p(2, 'timestamp'), p(3, 'timestamp'))}
+  WHERE "id" IN (${CLAIM_DUE(p(4), p(3, 'timestamp'), p(5, 'integer'))}
   ) RETURNING ${CLAIMED_COLUMNS.map((c) => `"${c}"`).join(', ')}`;
 
 // PostgreSQL: the claims of concurrent lanes in one statement, a row each (Coalescer), with the
@@ -70,14 +72,10 @@ const CLAIM: StatementBuilder = (p) => `
 // serves in order (no sort behind a deep backlog); planned with the table as it is at each run.
 const CLAIM_PG = perRow(
   (c, rows) => `
-  UPDATE "OutboxMessage" SET "status" = 'delivering', "attempts" = "attempts" + 1, "sends" = "sends" + 1,
-    "lockedBy" = "c"."worker", "lockedUntil" = "c"."until", "updatedAt" = "c"."now"
+  UPDATE "OutboxMessage" SET ${CLAIM_SET('"c"."worker"', '"c"."until"', '"c"."now"')}
   FROM (
     SELECT "m"."id", ${c(1)} AS "worker", ${c(2, 'timestamp')} AS "until", ${c(3, 'timestamp')} AS "now" FROM ${rows}
-    CROSS JOIN LATERAL (
-      SELECT "id" FROM "OutboxMessage"
-      WHERE "status" = 'queued' AND "shopId" = ${c(4)} AND "lane" IN (0, 1) AND "runAt" <= ${c(3, 'timestamp')}
-      ORDER BY "lane", "runAt", "id" LIMIT ${c(5, 'integer')} FOR UPDATE SKIP LOCKED) AS "m"
+    CROSS JOIN LATERAL (${CLAIM_DUE(c(4), c(3, 'timestamp'), c(5, 'integer'))} FOR UPDATE SKIP LOCKED) AS "m"
   ) AS "c"
   WHERE "OutboxMessage"."id" = "c"."id"
   RETURNING ${CLAIMED_COLUMNS.map((col) => `"OutboxMessage"."${col}"`).join(', ')}`,
@@ -130,8 +128,8 @@ export class OutboxRepository {
   private readonly sql: Sql;
   readonly maxSends: number;
   private readonly claimStatement: RawStatement<ClaimedRow>;
-  /** PostgreSQL: the claims of concurrent lanes, made together (one round trip under load). */
-  private readonly claims?: Coalescer<unknown[], ClaimedRow[]>;
+  /** A lane's claim: on PostgreSQL those of concurrent lanes share one statement. */
+  private readonly claimOne: (params: unknown[]) => Promise<ClaimedRow[]>;
   private readonly finishStatement: RawStatement<{ messageId: number }>;
   /** PostgreSQL: the outcomes of concurrent lanes, recorded together (one round trip under load). */
   private readonly finishes?: Coalescer<unknown[], boolean>;
@@ -147,14 +145,14 @@ export class OutboxRepository {
     // small took 100 ms per claim behind 100,000 queued messages (deep-backlog fault test)
     this.claimStatement = prepare(rawOf(db), 'outbox_claim', provider === 'postgres' ? CLAIM_PG : CLAIM, { replan: true });
     this.finishStatement = prepare(rawOf(db), 'outbox_finish', FINISH_PG);
+    this.claimOne = perRowCall(provider, {
+      key: (params) => String(params[3]),
+      run: async (rows) => {
+        const claimed = await runRows(this.claimStatement, provider, rows);
+        return rows.map((params) => claimed.filter((r) => r.shopId === params[3]));
+      },
+    });
     if (provider === 'postgres') {
-      this.claims = new Coalescer({
-        key: (params) => String(params[3]),
-        run: async (rows) => {
-          const claimed = await runRows(this.claimStatement, provider, rows);
-          return rows.map((params) => claimed.filter((r) => r.shopId === params[3]));
-        },
-      });
       this.finishes = new Coalescer({
         key: (params) => String(params[10]),
         run: async (rows) => {
@@ -175,8 +173,7 @@ export class OutboxRepository {
    */
   async claim(shopId: string, workerId: string, limit: number, now: Date, lockMs: number): Promise<ClaimedMessage[]> {
     const until = new Date(now.getTime() + lockMs);
-    const params = [workerId, this.ts(until), this.ts(now), shopId, limit];
-    const rows = await (this.claims ? this.claims.call(params) : this.claimStatement.run(params));
+    const rows = await this.claimOne([workerId, this.ts(until), this.ts(now), shopId, limit]);
     const messages = rows.map((r) => ({
       id: Number(r.id), shopId: String(r.shopId), kind: String(r.kind), lane: Number(r.lane), email: r.email === null ? null : String(r.email),
       body: String(r.body), attempts: Number(r.attempts), sends: Number(r.sends), runAt: rawDate(r.runAt)!, dueAt: rawDate(r.dueAt)!, lockedUntil: rawDate(r.lockedUntil),
