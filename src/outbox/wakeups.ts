@@ -26,6 +26,12 @@ export interface WakeupsOptions {
   pg?: { pool: pg.Pool; connectionString: string };
   /** How soon a dropped listener connects again. */
   reconnectMs?: number;
+  /**
+   * Least time between two NOTIFYs of this process (default 5 ms). A publish after a quiet spell
+   * notifies at once; those within this time of the last NOTIFY go as one at its end, so a
+   * stream of commits costs other processes a wake-up every few ms, not one per commit.
+   */
+  notifyGapMs?: number;
 }
 
 export function createWakeups(opts: WakeupsOptions): Wakeups {
@@ -36,12 +42,19 @@ export function createWakeups(opts: WakeupsOptions): Wakeups {
   let listener: pg.Client | null = null;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
-  // NOTIFYs coalesced per tick: a burst of commits sends one per channel
+  // NOTIFYs coalesced: a burst of commits sends one per channel (see notifyGapMs)
   const pending = new Set<Channel>();
+  const gapMs = opts.notifyGapMs ?? 5;
+  let lastNotify = 0;
+  let notifyTimer: NodeJS.Timeout | undefined;
+  let scheduled = false;
   /** This process, as the payload of its NOTIFYs. */
   const self = randomUUID();
 
   const flush = () => {
+    scheduled = false;
+    notifyTimer = undefined;
+    lastNotify = Date.now();
     const channels = [...pending];
     pending.clear();
     for (const channel of channels) {
@@ -91,8 +104,12 @@ export function createWakeups(opts: WakeupsOptions): Wakeups {
     publish(channel) {
       fire(channel);
       if (!opts.pg || closed) return;
-      if (pending.size === 0) process.nextTick(flush);
       pending.add(channel);
+      if (scheduled) return;
+      scheduled = true;
+      const wait = lastNotify + gapMs - Date.now();
+      if (wait <= 0) process.nextTick(flush);
+      else notifyTimer = setTimeout(flush, wait);
     },
     subscribe(channel, fn) {
       subscribers[channel].push(fn);
@@ -103,6 +120,11 @@ export function createWakeups(opts: WakeupsOptions): Wakeups {
     async close() {
       closed = true;
       clearTimeout(retry);
+      // a NOTIFY still waiting for its gap goes now: other processes should not wait for their poll
+      if (notifyTimer) {
+        clearTimeout(notifyTimer);
+        flush();
+      }
       const l = listener;
       listener = null;
       await l?.end().catch(() => undefined);
