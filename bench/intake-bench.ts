@@ -22,7 +22,7 @@
 import autocannon from 'autocannon';
 import { startOpenLoopGenerator, type OpenLoopGenerator, type OpenLoopSource } from './open-loop';
 import {
-  createBenchDatabase, epochMs, fmt, peakRss, percentile, providersFromArgs, seedShops, sleep, startApp, startChild, startEmulator, table,
+  createBenchDatabase, epochMs, fmt, peakRss, percentile, providersFromArgs, seedShops, sleep, startApp, startChild, startEmulator, table, withPrisma,
   type BenchDatabase, type ChildServer, type RemoteEmulator,
 } from './lib';
 
@@ -43,7 +43,7 @@ export const intakeMethod = {
     `- req/s: autocannon (closed loop), ${CONNECTIONS} connections, ${ROUND_S} s per server per round; ${what.requests} The median round is shown; the ratio is the median of the per-round ratios.`,
     `- p50 / p99 / max: open loop, ${OPEN_RATE.toLocaleString('en-US')} requests/s offered whatever the answers, ${OPEN_S} s per server per round, from a generator process of its own (warm from the warm-up on) with ${WARM_CONNECTIONS} connections opened beforehand; each time from the request's scheduled start to its answer, over all rounds.`,
     `- The connector runs as ROLE=web (stage 1 only). Stage 2: afterwards, a fresh ROLE=worker process processes every stored receipt; rate = ${what.unit} after the first batch ÷ (last − first batch processedAt).`,
-    `- RSS: peak VmRSS of the server under the intake load / of the worker during stage 2. Idle: the worker's CPU over ${IDLE_S} s once stage 2 is done.`,
+    `- RSS: peak VmRSS of the server under the intake load / of the worker during stage 2. Idle: the worker's CPU over ${IDLE_S} s once stage 2 is done, while it delivers what stage 2 queued (paced at 10/s), then, with the workspace paused, over ${IDLE_S} s after ${IDLE_S} s of settling: what the state stage 2 left waiting (anonymous visitors' events, abandonment timers) costs alone.`,
   ].join('\n'),
 };
 
@@ -81,7 +81,7 @@ interface Target {
   counted: number;
   rssIntakeMb: number;
   stored?: number;
-  stage2?: { perSec: number; receipts: number; seconds: number; rssMb: number; batches: number; idleCores: number };
+  stage2?: { perSec: number; receipts: number; seconds: number; rssMb: number; batches: number; idleCores: number; waitingCores: number };
 }
 
 /** Stage 2 over what is stored: a worker process processes every pending receipt, then idles. */
@@ -102,12 +102,20 @@ async function stage2(db: BenchDatabase, env: Record<string, string>, unitsPerRe
     const first = batches[0]!;
     const last = batches[batches.length - 1]!;
     const seconds = (Number(last.t) - Number(first.t)) / 1000;
-    // what it costs to keep what stage 2 left waiting (deliveries paced at 10/s go on meanwhile)
-    const cpu0 = worker.cpuSeconds();
-    const t0 = Date.now();
+    const cores = async () => {
+      const cpu0 = worker.cpuSeconds();
+      const t0 = Date.now();
+      await sleep(IDLE_S * 1000);
+      return (worker.cpuSeconds() - cpu0) / ((Date.now() - t0) / 1000);
+    };
+    // deliveries paced at 10/s go on meanwhile
+    const idleCores = await cores();
+    // then what the waiting state costs alone: deliveries paused for a day, as a Retry-After would
+    await withPrisma(db, (prisma) => prisma.workspacePacer.updateMany({ data: { pausedUntil: new Date(Date.now() + 86_400_000) } }));
+    // after the lanes in flight end, and past the tail of the burst (V8 shrinking the heap it grew)
     await sleep(IDLE_S * 1000);
-    const idleCores = (worker.cpuSeconds() - cpu0) / ((Date.now() - t0) / 1000);
-    return { perSec: ((total - Number(first.n)) * unitsPerReceipt) / seconds, receipts: total, seconds, rssMb: peakMb, batches: batches.length, idleCores };
+    const waitingCores = await cores();
+    return { perSec: ((total - Number(first.n)) * unitsPerReceipt) / seconds, receipts: total, seconds, rssMb: peakMb, batches: batches.length, idleCores, waitingCores };
   } finally {
     await worker.stop();
   }
@@ -194,7 +202,7 @@ export async function runIntakeBench(spec: IntakeSpec): Promise<void> {
   const base = targets[0]!;
   console.log(
     table(
-      ['server', `req/s at ${CONNECTIONS} conns`, 'ratio to bare', `p50 / p99 / max ms at ${OPEN_RATE.toLocaleString('en-US')} req/s offered`, 'non-2xx + errors', `stage 2 ${spec.unit}/s`, 'RSS peak MB (intake / stage 2)', 'worker idle after, cores'],
+      ['server', `req/s at ${CONNECTIONS} conns`, 'ratio to bare', `p50 / p99 / max ms at ${OPEN_RATE.toLocaleString('en-US')} req/s offered`, 'non-2xx + errors', `stage 2 ${spec.unit}/s`, 'RSS peak MB (intake / stage 2)', 'worker idle after, cores (delivering / paused)'],
       targets.map((t) => {
         const lat = t.openLatencies;
         return [
@@ -205,7 +213,7 @@ export async function runIntakeBench(spec: IntakeSpec): Promise<void> {
           t.failures,
           t.stage2 ? fmt(t.stage2.perSec, 0) : '—',
           `${fmt(t.rssIntakeMb, 0)} / ${t.stage2 ? fmt(t.stage2.rssMb, 0) : '—'}`,
-          t.stage2 ? fmt(t.stage2.idleCores, 3) : '—',
+          t.stage2 ? `${fmt(t.stage2.idleCores, 3)} / ${fmt(t.stage2.waitingCores, 3)}` : '—',
         ];
       }),
     ),
