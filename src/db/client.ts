@@ -10,6 +10,7 @@ import type { PrismaClient } from '@prisma/client';
 import { PrismaBetterSQLite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { startCheckpointer, type Checkpointer } from './checkpointer';
+import { createWalFlush } from './wal-flush';
 import { Mutex } from './mutex';
 
 export type Db = PrismaClient;
@@ -29,7 +30,15 @@ export function sqliteFile(url: string): string {
  * transaction. PostgreSQL: the pool Prisma uses.
  */
 export type RawDb =
-  | { provider: 'sqlite'; exclusive<T>(fn: (conn: BetterSqlite3.Database) => T): Promise<T> }
+  | {
+      provider: 'sqlite';
+      exclusive<T>(fn: (conn: BetterSqlite3.Database) => T): Promise<T>;
+      /**
+       * Resolves once every commit made so far is on disk (wal-flush.ts): commits are synced at
+       * checkpoints only, so one that must survive a power loss before the app goes on asks.
+       */
+      flush(): Promise<void>;
+    }
   | {
       provider: 'postgres';
       pool: pg.Pool;
@@ -210,7 +219,9 @@ function serialisedSqlite(adapter: Adapter, lock: Mutex): Adapter {
 
 /** Pragmas for every SQLite connection the app opens. */
 export function configureSqlite(conn: BetterSqlite3.Database): void {
-  // WAL lets readers work while one writer commits; NORMAL sync is durable at commit in WAL.
+  // WAL lets readers work while one writer commits. NORMAL: a commit survives a crash of the app
+  // at once, and an OS crash or power loss once the WAL is synced (at checkpoints, or when a
+  // commit asks for it off the event loop: RawDb.flush, wal-flush.ts).
   conn.pragma('journal_mode = WAL');
   conn.pragma('synchronous = NORMAL');
   conn.pragma('foreign_keys = ON');
@@ -294,6 +305,7 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
   const lock = new Mutex();
   let conn: BetterSqlite3.Database | null = null;
   let checkpointer: Checkpointer | null = null;
+  const wal = file === ':memory:' ? null : createWalFlush(path.resolve(file));
   // Epoch-ms timestamps let raw SQL (the claim query) compare integers.
   const adapter = wrapConnect(new PrismaBetterSQLite3({ url: file, timeout: 10000 }, { timestampFormat: 'unixepoch-ms' }), (a) => {
     conn = (a as unknown as { client: BetterSqlite3.Database }).client;
@@ -301,7 +313,10 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
     // no commit on the event loop copies the WAL into the file: a thread of its own does
     if (file !== ':memory:') {
       checkpointer = startCheckpointer(conn, file, { onWarning: options.onWarning });
-      beforeDispose(a, async () => checkpointer?.stop());
+      beforeDispose(a, async () => {
+        await checkpointer?.stop();
+        await wal?.close();
+      });
     }
     return serialisedSqlite(a, lock);
   });
@@ -314,6 +329,7 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
         if (!conn || !conn.open) throw new Error('the SQLite connection is closed');
         return fn(conn);
       }),
+    flush: () => wal?.flush() ?? Promise.resolve(),
   });
   return db;
 }

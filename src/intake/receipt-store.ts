@@ -78,8 +78,9 @@ export class ReceiptStore {
   }
 
   /**
-   * Stage 1: stores a group of receipts in one statement (atomic: all or none). Returns the
-   * webhook ids that were new; the others were already stored (a repeat).
+   * Stage 1: stores a group of receipts in one statement (atomic: all or none), durably: it
+   * resolves once the commit is on disk. Returns the webhook ids that were new; the others were
+   * already stored (a repeat).
    */
   async insert(receipts: NewReceipt[]): Promise<Set<string>> {
     if (receipts.length === 0) return new Set();
@@ -92,6 +93,8 @@ export class ReceiptStore {
       const values = `(${COLUMNS.map(() => '?').join(', ')})`;
       const text = `${INSERT_HEAD} VALUES ${Array.from({ length: rows.length }, () => values).join(', ')} ${INSERT_TAIL}`;
       inserted = await raw.exclusive((conn) => runSqlite<{ webhookId: string }>(conn, `receipts_insert_${rows.length}`, text, rows.flat()));
+      // on disk before anyone is answered, as PostgreSQL's commit is: a 200 survives a power loss
+      await raw.flush();
     } else {
       const columns = COLUMNS.map((_, i) => rows.map((r) => r[i]));
       inserted = await prepare<{ webhookId: string }>(raw, 'receipts_insert', () => PG_INSERT).run(columns);

@@ -236,13 +236,17 @@ export class OutboxRepository {
     // the attempt row is inserted only when the fenced update hit
     const raw = rawOf(this.db);
     if (raw.provider === 'postgres') return this.finishes!.call(params);
-    return raw.exclusive((conn) =>
+    const changed = await raw.exclusive((conn) =>
       conn.transaction(() => {
-        const changed = execCompiled(conn, 'outbox_finish', FINISH_UPDATE_SQLITE, params).changes === 1;
-        if (changed) execCompiled(conn, 'attempt_insert', ATTEMPT_INSERT_SQLITE, params);
-        return changed;
+        const hit = execCompiled(conn, 'outbox_finish', FINISH_UPDATE_SQLITE, params).changes === 1;
+        if (hit) execCompiled(conn, 'attempt_insert', ATTEMPT_INSERT_SQLITE, params);
+        return hit;
       })(),
     );
+    // on disk, as PostgreSQL's commit is, so a power loss cannot take back "delivered" and send it
+    // again. A failed sync changes nothing recorded (the commit stands; the next checkpoint syncs)
+    await raw.flush().catch(() => undefined);
+    return changed;
   }
 
   markDelivered(msg: ClaimedMessage, workerId: string, at: Date, attempt: AttemptRecord, scrub = false): Promise<boolean> {
