@@ -12,6 +12,12 @@ export interface GroupCommitOptions<T, R> {
   maxItems?: number;
   /** How long to wait for more items before a write when nothing is in flight (0: none). */
   lingerMs?: number;
+  /**
+   * Runs after a group's write and before its submitters learn the outcome; the next group's
+   * write may start meanwhile. For the part of a durable write that other writes can share
+   * (SQLite's sync of its WAL, which covers every commit made before it started).
+   */
+  afterWrite?: () => Promise<void>;
 }
 
 interface Pending<T, R> {
@@ -61,17 +67,27 @@ export class GroupCommitter<T, R> {
       this.writing = true;
     }
     const group = this.queue.splice(0, this.maxItems);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.writing = false;
+      if (this.queue.length) this.schedule();
+    };
     try {
       if (group.length === 0) return;
       this.writes += 1;
       this.items += group.length;
       const results = await this.opts.write(group.map((p) => p.item));
+      if (this.opts.afterWrite) {
+        release();
+        await this.opts.afterWrite();
+      }
       group.forEach((p, i) => p.resolve(results[i]!));
     } catch (err) {
       for (const p of group) p.reject(err);
     } finally {
-      this.writing = false;
-      if (this.queue.length) this.schedule();
+      release();
     }
   }
 }

@@ -26,10 +26,15 @@ export function createIntake(deps: IntakeDeps): Intake {
     maxItems: deps.maxGroup ?? 500,
     async write(items) {
       const fresh = await deps.receipts.insert(items);
-      deps.onStored();
       // two deliveries of one webhook in the same group: one row; the first is the new one
       const seen = new Set<string>();
       return items.map((r) => (fresh.has(r.webhookId) && !seen.has(r.webhookId) && seen.add(r.webhookId) ? 'accepted' : 'duplicate'));
+    },
+    // the commit on disk (SQLite syncs its WAL apart from the commit) before anyone is answered
+    // or woken; the next group's insert goes on meanwhile and shares the sync after this one
+    async afterWrite() {
+      await deps.receipts.durable();
+      deps.onStored();
     },
   });
   return {

@@ -78,9 +78,9 @@ export class ReceiptStore {
   }
 
   /**
-   * Stage 1: stores a group of receipts in one statement (atomic: all or none), durably: it
-   * resolves once the commit is on disk. Returns the webhook ids that were new; the others were
-   * already stored (a repeat).
+   * Stage 1: stores a group of receipts in one statement (atomic: all or none); on disk once
+   * durable() resolves. Returns the webhook ids that were new; the others were already stored (a
+   * repeat).
    */
   async insert(receipts: NewReceipt[]): Promise<Set<string>> {
     if (receipts.length === 0) return new Set();
@@ -93,13 +93,21 @@ export class ReceiptStore {
       const values = `(${COLUMNS.map(() => '?').join(', ')})`;
       const text = `${INSERT_HEAD} VALUES ${Array.from({ length: rows.length }, () => values).join(', ')} ${INSERT_TAIL}`;
       inserted = await raw.exclusive((conn) => runSqlite<{ webhookId: string }>(conn, `receipts_insert_${rows.length}`, text, rows.flat()));
-      // on disk before anyone is answered, as PostgreSQL's commit is: a 200 survives a power loss
-      await raw.flush();
     } else {
       const columns = COLUMNS.map((_, i) => rows.map((r) => r[i]));
       inserted = await prepare<{ webhookId: string }>(raw, 'receipts_insert', () => PG_INSERT).run(columns);
     }
     return new Set(inserted.map((r) => r.webhookId));
+  }
+
+  /**
+   * Resolves once every receipt inserted so far is on disk, so a 200 survives a power loss.
+   * PostgreSQL's commit waited for its WAL flush already; SQLite syncs its WAL here, off the
+   * event loop, one sync shared by the groups committed meanwhile (RawDb.flush).
+   */
+  async durable(): Promise<void> {
+    const raw = rawOf(this.db);
+    if (raw.provider === 'sqlite') await raw.flush();
   }
 
   /** Stage 2: the oldest pending receipts of some partitions, in arrival order (one prepared statement). */
