@@ -131,7 +131,7 @@ export interface PrepareOptions {
    * WAL flush: for a write a database crash may lose without harm (a send time, a lease), never
    * for one a message's fate depends on. It halved the server's WAL flushes per delivered order
    * (7.8 to 3.8 in the latency benchmark). SQLite commits in WAL mode with synchronous = NORMAL,
-   * flushing at checkpoints only, so the option changes nothing there.
+   * syncing at checkpoints or when a commit asks (RawDb.flush), so the option changes nothing there.
    */
   lazyCommit?: boolean;
 }

@@ -70,7 +70,8 @@ export interface DriverTransactionOptions {
    * because it can be redone from what is durable: stage 2's batch, redone from its receipts.
    * Its commit is visible at once, and any later durable commit flushes it, since the WAL is
    * flushed in order: a message it queued is claimed (a durable commit) before it is sent. SQLite
-   * commits in WAL mode with synchronous = NORMAL, so the option changes nothing there.
+   * commits in WAL mode with synchronous = NORMAL, syncing at checkpoints or when a commit asks
+   * (RawDb.flush), so the option changes nothing there.
    */
   lazyCommit?: boolean;
 }
