@@ -243,9 +243,12 @@ export class OutboxRepository {
         return hit;
       })(),
     );
-    // on disk, as PostgreSQL's commit is, so a power loss cannot take back "delivered" and send it
-    // again. A failed sync changes nothing recorded (the commit stands; the next checkpoint syncs)
-    await raw.flush().catch(() => undefined);
+    // "delivered" on disk, as PostgreSQL's commit is, so a power loss cannot take it back and send
+    // the message again. Other outcomes wait for the next checkpoint's sync: losing one leaves the
+    // message claimed, and once its lock expires it is sent again to a service that did not accept
+    // it (at worst one more refusal, and one attempt fewer in the log). A failed sync changes
+    // nothing recorded (the commit stands; the next checkpoint syncs)
+    if (f.status === 'delivered') await raw.flush().catch(() => undefined);
     return changed;
   }
 
@@ -270,6 +273,9 @@ export class OutboxRepository {
         ...(scrub ? { email: null, body: '{}' } : {}),
       },
     });
+    // accepted by the service: on disk before the lane goes on, as "delivered" is (finish)
+    const raw = rawOf(this.db);
+    if (raw.provider === 'sqlite') await raw.flush().catch(() => undefined);
     return res.count === 1;
   }
 

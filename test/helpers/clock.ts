@@ -9,10 +9,12 @@ export class TestClock {
   }
   /**
    * Jumps to when the next queued message is due, but only while nothing is in flight (so no
-   * claim lock expires under a request). Returns false when nothing is waiting.
+   * claim lock expires under a request) and no lane holds its shop (so no lease expires under a
+   * lane between its last outcome and its release). Returns false when nothing is waiting.
    */
   async advanceToNextDue(db: Db): Promise<boolean> {
     if ((await db.outboxMessage.count({ where: { status: 'delivering' } })) > 0) return true;
+    if ((await db.shopDue.count({ where: { leasedBy: { not: null } } })) > 0) return true;
     const next = await db.outboxMessage.findFirst({ where: { status: 'queued' }, orderBy: { runAt: 'asc' }, select: { runAt: true } });
     if (!next) return false;
     // a shop waiting out its workspace's slow-down (a 429, a pause) is due later than its messages
