@@ -61,6 +61,15 @@ export function rawOf(db: Db): RawDb {
   return raw;
 }
 
+/**
+ * Resolves once every commit made so far is on disk. PostgreSQL's commits are, as they return;
+ * SQLite's WAL is synced for it (RawDb.flush), off the event loop.
+ */
+export function commitsOnDisk(db: Db): Promise<void> {
+  const raw = rawOf(db);
+  return raw.provider === 'sqlite' ? raw.flush() : Promise.resolve();
+}
+
 type PrismaClientClass = new (options: { adapter: unknown }) => Db;
 
 /** The generated client of a provider: SQLite's is the default output, PostgreSQL's sits beside it. */

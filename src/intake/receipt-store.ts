@@ -3,7 +3,7 @@
 // order per partition and marks them processed, erasing the raw body. Kept for the dedupe
 // window, then deleted.
 import { Prisma, type WebhookReceipt } from '@prisma/client';
-import { rawOf, type Db, type DbProvider } from '../db/client';
+import { commitsOnDisk, rawOf, type Db, type DbProvider } from '../db/client';
 import { prepare, rawDate, rawTimestamp, runSqlite } from '../db/raw';
 import type { SqlTx } from '../db/transaction';
 import { Sql } from '../outbox/sql';
@@ -105,9 +105,8 @@ export class ReceiptStore {
    * PostgreSQL's commit waited for its WAL flush already; SQLite syncs its WAL here, off the
    * event loop, one sync shared by the groups committed meanwhile (RawDb.flush).
    */
-  async durable(): Promise<void> {
-    const raw = rawOf(this.db);
-    if (raw.provider === 'sqlite') await raw.flush();
+  durable(): Promise<void> {
+    return commitsOnDisk(this.db);
   }
 
   /** Stage 2: the oldest pending receipts of some partitions, in arrival order (one prepared statement). */

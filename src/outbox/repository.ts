@@ -8,7 +8,7 @@
 // refusal, and capped (maxSends). A send whose success could not be recorded is marked
 // delivered_unconfirmed rather than released for another send (see worker.ts).
 import { Prisma } from '@prisma/client';
-import { rawOf, type Db, type DbProvider } from '../db/client';
+import { commitsOnDisk, rawOf, type Db, type DbProvider } from '../db/client';
 import { Coalescer, perRowCall } from '../db/group-commit';
 import { compileSqlite, execCompiled, perRow, prepare, rawDate, rawTimestamp, runRows, type Param, type RawStatement, type StatementBuilder } from '../db/raw';
 import { sendCapReason } from './retry-policy';
@@ -274,8 +274,7 @@ export class OutboxRepository {
       },
     });
     // accepted by the service: on disk before the lane goes on, as "delivered" is (finish)
-    const raw = rawOf(this.db);
-    if (raw.provider === 'sqlite') await raw.flush().catch(() => undefined);
+    await commitsOnDisk(this.db).catch(() => undefined);
     return res.count === 1;
   }
 
