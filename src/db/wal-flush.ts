@@ -5,9 +5,9 @@
 // written. synchronous = FULL would sync at every commit, but on the event loop (better-sqlite3 is
 // synchronous), 0.2 to 3 ms each on this project's disk, for every commit the app makes. Instead,
 // a commit that must survive a power loss before the app goes on (the intake's receipts, before
-// Shopify gets its 200; a delivery the service accepted) asks for a flush: an fdatasync of the WAL file on
-// libuv's thread pool. Concurrent commits share flushes: a flush covers every commit made before
-// it started, so a caller waits at most for the one in flight and the one after it.
+// Shopify gets its 200; a delivery the service accepted) asks for a flush: an fdatasync of the
+// WAL file on libuv's thread pool. Concurrent commits share flushes: a flush covers every commit
+// made before it started, so a caller waits at most for the one in flight and the one after it.
 import fs from 'node:fs';
 
 export interface WalFlush {

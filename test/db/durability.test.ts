@@ -1,9 +1,9 @@
 // SQLite commits in WAL mode with synchronous = NORMAL, which syncs the WAL to disk at
 // checkpoints only: an OS crash or a power loss may take back the last commits. A commit that a
 // promise rests on is synced first (RawDb.flush): a webhook's receipt before Shopify gets its
-// 200, a delivery the service accepted before the lane goes on. strace shows the kernel's view: the sync of
-// the WAL completes between the commit's write and the answer. PostgreSQL's commits wait for the
-// WAL flush themselves (synchronous_commit is on for both).
+// 200, a delivery the service accepted before the lane goes on. strace shows the kernel's view:
+// the sync of the WAL completes between the commit's write and the answer. PostgreSQL's commits
+// wait for the WAL flush themselves (synchronous_commit is on for both).
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { rawOf, sqliteFile } from '../../src/db/client';
