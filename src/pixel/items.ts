@@ -38,11 +38,9 @@ export function cleanUrl(raw: string | null | undefined, base?: string | null): 
     return null;
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return null;
-  u.search = '';
-  u.hash = '';
-  u.username = '';
-  u.password = '';
-  const href = u.toString();
+  // no credentials, query or fragment: the href from its parts (four setters, each of which
+  // re-serialises the URL, took 6% of stage 2's CPU on storefront batches)
+  const href = `${u.protocol}//${u.host}${u.pathname}`;
   return href.length <= MAX_URL_LENGTH ? href : null;
 }
 

@@ -34,6 +34,11 @@ describe('cleanUrl', () => {
     expect(cleanUrl('https://user:pw@shop.example/a/b?email=x@y.z&utm=1#frag')).toBe('https://shop.example/a/b');
     expect(cleanUrl('/products/mug?x=1', 'http://127.0.0.1:4011/products/other?y=2')).toBe('http://127.0.0.1:4011/products/mug');
     expect(cleanUrl('//cdn.example/i.png?v=1')).toBe('https://cdn.example/i.png');
+    // a port other than the scheme's own stays, the default one goes; a bare origin gets its path
+    expect(cleanUrl('http://shop.example:8080/p?q=1')).toBe('http://shop.example:8080/p');
+    expect(cleanUrl('https://shop.example:443/x#top')).toBe('https://shop.example/x');
+    expect(cleanUrl('https://Shop.Example')).toBe('https://shop.example/');
+    expect(cleanUrl('https://bücher.example/a b/../c?x')).toBe('https://xn--bcher-kva.example/c');
     for (const bad of ['javascript:alert(1)', 'data:text/html,x', '/relative/without/base', '', 'x'.repeat(3000)]) expect(cleanUrl(bad)).toBeNull();
   });
 });
