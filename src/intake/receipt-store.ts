@@ -51,9 +51,10 @@ const INSERT_TAIL = `ON CONFLICT ("webhookId") DO NOTHING RETURNING "webhookId"`
 // PostgreSQL: a multi-row VALUES with one parameter per value, so a raw body goes to the server
 // as it is. (An unnest over text arrays, as before, made pg escape every body into an array
 // literal and the server parse it back: per 3-KB row, 62 against 28 us of the app's CPU and 107
-// against 70 us of the server's; and 30% of the bytes the intake allocated.) One text per bucket
-// of rows (a power of two, so at most 10 statements per connection), padded with rows of NULLs
-// that the WHERE drops; each bucket is prepared once per connection.
+// against 70 us of the rest (server and round trip); and 30% of the bytes a webhook request
+// allocated in the ingest benchmark.) One text per bucket of rows (a power of two, so at most
+// 10 statements per connection), padded with rows of NULLs that the WHERE drops; each bucket is
+// prepared once per connection.
 const PG_TYPES_OF: Record<(typeof COLUMNS)[number], string> = {
   webhookId: 'text', shopDomain: 'text', topic: 'text', kind: 'text', body: 'text', apiVersion: 'text', triggeredAt: 'timestamp', receivedAt: 'timestamp', partition: 'int',
 };
