@@ -46,7 +46,8 @@ export function partitionOf(shopDomain: string): number {
 }
 
 const COLUMNS = ['webhookId', 'shopDomain', 'topic', 'kind', 'body', 'apiVersion', 'triggeredAt', 'receivedAt', 'partition'] as const;
-const INSERT_HEAD = `INSERT INTO "WebhookReceipt" (${COLUMNS.map((c) => `"${c}"`).join(', ')})`;
+const QUOTED_COLUMNS = COLUMNS.map((c) => `"${c}"`).join(', ');
+const INSERT_HEAD = `INSERT INTO "WebhookReceipt" (${QUOTED_COLUMNS})`;
 const INSERT_TAIL = `ON CONFLICT ("webhookId") DO NOTHING RETURNING "webhookId"`;
 // PostgreSQL: a multi-row VALUES with one parameter per value, so a raw body goes to the server
 // as it is. (An unnest over text arrays, as before, made pg escape every body into an array
@@ -60,13 +61,20 @@ const PG_TYPES_OF: Record<(typeof COLUMNS)[number], string> = {
 };
 /** Rows in the PostgreSQL statement that carries `rows` rows: the next power of two. */
 export const pgInsertBucket = (rows: number): number => 2 ** Math.ceil(Math.log2(Math.max(1, rows)));
-const pgInsert = (bucket: number) => {
-  const row = (r: number) => `(${COLUMNS.map((c, i) => `$${r * COLUMNS.length + i + 1}::${PG_TYPES_OF[c]}`).join(', ')})`;
-  return `${INSERT_HEAD}
-  SELECT * FROM (VALUES ${Array.from({ length: bucket }, (_, r) => row(r)).join(', ')}) AS "v" (${COLUMNS.map((c) => `"${c}"`).join(', ')})
+/** A bucket's text, built once per process: a 512-row one took 0.4 ms, on the group commit's path. */
+const pgInsertTexts = new Map<number, string>();
+function pgInsertText(bucket: number): string {
+  let text = pgInsertTexts.get(bucket);
+  if (text === undefined) {
+    const row = (r: number) => `(${COLUMNS.map((c, i) => `$${r * COLUMNS.length + i + 1}::${PG_TYPES_OF[c]}`).join(', ')})`;
+    text = `${INSERT_HEAD}
+  SELECT * FROM (VALUES ${Array.from({ length: bucket }, (_, r) => row(r)).join(', ')}) AS "v" (${QUOTED_COLUMNS})
   WHERE "v"."webhookId" IS NOT NULL
   ${INSERT_TAIL}`;
-};
+    pgInsertTexts.set(bucket, text);
+  }
+  return text;
+}
 
 const PENDING_COLUMNS = `"id", "webhookId", "shopDomain", "topic", "kind", "body", "apiVersion", "triggeredAt", "receivedAt"`;
 // PostgreSQL, parameters: 1 partitions, 2 limit. Each partition's oldest through the
@@ -111,7 +119,8 @@ export class ReceiptStore {
     } else {
       const bucket = pgInsertBucket(rows.length);
       const padding = new Array<null>((bucket - rows.length) * COLUMNS.length).fill(null);
-      inserted = await prepare<{ webhookId: string }>(raw, `receipts_insert_${bucket}`, () => pgInsert(bucket)).run([...rows.flat(), ...padding]);
+      const text = pgInsertText(bucket);
+      inserted = await prepare<{ webhookId: string }>(raw, `receipts_insert_${bucket}`, () => text).run([...rows.flat(), ...padding]);
     }
     return new Set(inserted.map((r) => r.webhookId));
   }
