@@ -40,6 +40,8 @@ if (isMainThread) {
     requests = 0;
     const { profile } = await post('HeapProfiler.stopSampling');
     await start();
+    // too few requests for a per-request figure (a quiet window)
+    if (served < 100) return;
     const bytes = new Map();
     let total = 0;
     const walk = (node) => {
@@ -49,7 +51,6 @@ if (isMainThread) {
       for (const child of node.children) walk(child);
     };
     walk(profile.head);
-    if (served < 100) return;
     const top = [...bytes].sort((a, b) => b[1] - a[1]).slice(0, 40);
     const lines = [
       `requests ${served}, sampled bytes ${total}, per request ${(total / served / 1024).toFixed(1)} KB`,
