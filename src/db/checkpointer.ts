@@ -5,7 +5,20 @@
 // after a bulk write by another connection (an import, a migration) the first commit copies all
 // of it. Here the app's connection never checkpoints (wal_autocheckpoint = 0); a connection of
 // the thread's own runs a PASSIVE checkpoint (it never blocks a reader or the writer) every
-// interval. One thread serves every database file of the process (a process has one; a test
+// interval.
+//
+// A PASSIVE checkpoint copies the frames that were in the WAL when it started; the writer starts
+// the WAL over from its beginning only when a checkpoint has copied all of it. Under a steady
+// stream of commits (1,000 webhooks/s) one always lands while the thread copies, so the WAL never
+// started over: it grew by 30 MB a second for as long as the stream lasted, and every sync of the
+// receipts was a sync of a file growing at its end (on ext4, a journal commit tied to every other
+// file's writes, not a flush of a few blocks). So when a checkpoint leaves a WAL past
+// RESTART_FRAMES, the connection's own lock (`hold`: no statement of the app runs) is held while
+// the thread copies the few frames left, a few milliseconds; the next commit then starts the WAL
+// over, and journal_size_limit (client.ts) gives back what a burst grew. Requests meanwhile
+// wait on the lock, not on the event loop.
+//
+// One thread serves every database file of the process (a process has one; a test
 // process opens many, and needs no thread, with its own V8 isolate, for each). If the thread cannot serve
 // a file, or fails, that connection's auto-checkpoint is switched back on, so its WAL cannot
 // grow unbounded.
@@ -14,18 +27,22 @@ import type BetterSqlite3 from 'better-sqlite3';
 
 /** SQLite's own default: pages in the WAL before a checkpoint. */
 const DEFAULT_AUTO_CHECKPOINT = 1000;
+/** Frames a checkpoint may leave in the WAL before the connection is held for it to start over. */
+export const RESTART_FRAMES = DEFAULT_AUTO_CHECKPOINT;
+/** The longest the connection is held for a restart, should the thread not answer. */
+const HOLD_LIMIT_MS = 1000;
 
 // Plain CommonJS, evaluated in the worker (no TypeScript loader there).
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const files = new Map();
-const checkpoint = (id, f) => {
+const checkpoint = (id, f, restart) => {
   try {
     const [r] = f.db.pragma('wal_checkpoint(PASSIVE)');
-    if (r && r.log > 0) parentPort.postMessage({ id, checkpointed: r.checkpointed });
+    if (restart || (r && r.log > 0)) parentPort.postMessage({ id, restart, log: r ? r.log : 0, checkpointed: r ? r.checkpointed : 0 });
   } catch (err) {
-    parentPort.postMessage({ id, error: String((err && err.message) || err) });
+    parentPort.postMessage({ id, restart, error: String((err && err.message) || err) });
   }
 };
 const schedule = (id, f) => {
@@ -47,6 +64,11 @@ parentPort.on('message', (m) => {
     const f = { db, everyMs: m.everyMs, timer: null };
     files.set(m.id, f);
     schedule(m.id, f);
+  } else if (m.op === 'restart') {
+    // the app holds its connection: nothing is written while this copies what is left
+    const f = files.get(m.id);
+    if (f) checkpoint(m.id, f, true);
+    else parentPort.postMessage({ id: m.id, restart: true, error: 'not served' });
   } else if (m.op === 'remove') {
     const f = files.get(m.id);
     if (!f) return;
@@ -60,13 +82,24 @@ parentPort.on('message', (m) => {
 export interface Checkpointer {
   /** Checkpoints that copied frames, so far. */
   readonly checkpoints: number;
+  /** Times the connection was held for the WAL to start over. */
+  readonly restarts: number;
   stop(): Promise<void>;
 }
 
 interface Served {
   conn: BetterSqlite3.Database;
   checkpoints: number;
+  restarts: number;
   onWarning?: (message: string) => void;
+  /** Runs `fn` while no statement of the app runs on the connection (its lock). */
+  hold?: (fn: () => Promise<void>) => Promise<void>;
+  /** Frames in the WAL at the last periodic checkpoint. */
+  lastLog?: number;
+  /** A restart waits for the lock or for the thread. */
+  holding?: boolean;
+  /** The thread is copying for a restart: its end, called when the thread answers (or is lost). */
+  restarting?: () => void;
 }
 
 const served = new Map<number, Served>();
@@ -82,19 +115,31 @@ function fallBack(s: Served, message: string): void {
 function theThread(): Worker {
   if (thread) return thread;
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver: require.resolve('better-sqlite3') } });
-  worker.on('message', (m: { id: number; checkpointed?: number; error?: string; failed?: string }) => {
+  worker.on('message', (m: { id: number; restart?: boolean; log?: number; checkpointed?: number; error?: string; failed?: string }) => {
     const s = served.get(m.id);
     if (!s) return;
+    if (m.restart) s.restarting?.();
     if (m.failed !== undefined) {
       served.delete(m.id);
       fallBack(s, `the WAL checkpoint thread cannot open the database: ${m.failed}`);
     } else if (m.error !== undefined) s.onWarning?.(`WAL checkpoint failed: ${m.error}`);
-    else if (m.checkpointed) s.checkpoints += 1;
+    else {
+      if (m.checkpointed) s.checkpoints += 1;
+      if (m.restart) s.restarts += 1;
+      else {
+        // a WAL that has not grown since the last checkpoint is idle: its next commit starts it over
+        if ((m.log ?? 0) > RESTART_FRAMES && m.log !== s.lastLog) restart(m.id, s, worker);
+        s.lastLog = m.log;
+      }
+    }
   });
   const lost = (message: string) => {
     if (thread !== worker) return;
     thread = null;
-    for (const s of served.values()) fallBack(s, message);
+    for (const s of served.values()) {
+      s.restarting?.();
+      fallBack(s, message);
+    }
     served.clear();
   };
   worker.on('error', (err) => lost(`the WAL checkpoint thread failed: ${err.message}`));
@@ -106,19 +151,59 @@ function theThread(): Worker {
   return worker;
 }
 
+/**
+ * A checkpoint left the WAL past RESTART_FRAMES: while the app's lock holds the connection, the
+ * thread copies what is left, so that the next commit starts the WAL over.
+ */
+function restart(id: number, s: Served, worker: Worker): void {
+  if (!s.hold || s.holding) return;
+  s.holding = true;
+  s.hold(
+    () =>
+      new Promise<void>((resolve) => {
+        if (thread !== worker || !served.has(id)) return resolve();
+        const end = () => {
+          clearTimeout(timer);
+          s.restarting = undefined;
+          resolve();
+        };
+        const timer = setTimeout(end, HOLD_LIMIT_MS);
+        s.restarting = end;
+        worker.postMessage({ op: 'restart', id });
+      }),
+  )
+    .catch((err: unknown) => s.onWarning?.(`could not hold the connection for a WAL restart: ${(err as Error).message}`))
+    .finally(() => (s.holding = false));
+}
+
+export interface CheckpointerOptions {
+  /** Between checkpoints (default 1 s). */
+  everyMs?: number;
+  onWarning?: (message: string) => void;
+  /**
+   * Runs `fn` while no statement of the app runs on the connection (the lock its queries take).
+   * Without it the WAL starts over only when a checkpoint happens to catch up with the commits.
+   */
+  hold?: (fn: () => Promise<void>) => Promise<void>;
+}
+
 /** Hands `conn`'s WAL (the database at `file`) to the checkpoint thread until stop(). */
-export function startCheckpointer(conn: BetterSqlite3.Database, file: string, opts: { everyMs?: number; onWarning?: (message: string) => void } = {}): Checkpointer {
+export function startCheckpointer(conn: BetterSqlite3.Database, file: string, opts: CheckpointerOptions = {}): Checkpointer {
   conn.pragma('wal_autocheckpoint = 0');
   const id = ++nextId;
-  const s: Served = { conn, checkpoints: 0, onWarning: opts.onWarning };
+  const s: Served = { conn, checkpoints: 0, restarts: 0, onWarning: opts.onWarning, hold: opts.hold };
   served.set(id, s);
   theThread().postMessage({ op: 'add', id, file, everyMs: opts.everyMs ?? 1000 });
   return {
     get checkpoints() {
       return s.checkpoints;
     },
+    get restarts() {
+      return s.restarts;
+    },
     stop: async () => {
       if (!served.delete(id)) return;
+      s.restarting?.();
       thread?.postMessage({ op: 'remove', id });
     },
   };

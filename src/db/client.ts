@@ -237,7 +237,12 @@ export function configureSqlite(conn: BetterSqlite3.Database): void {
   // Deleted rows are overwritten, not left readable in free pages: an erased customer's email
   // must not survive in the file (see gdpr and docs on erasure).
   conn.pragma('secure_delete = ON');
+  // When the WAL starts over (checkpointer.ts), a file that a burst grew past 64 MB is cut back.
+  conn.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
 }
+
+/** Bytes of WAL file kept when it starts over (PRAGMA journal_size_limit). */
+export const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
 
 /**
  * Opens a pool's connections at once (a pool with `min` then keeps them), each one warmed
@@ -321,7 +326,8 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
     configureSqlite(conn);
     // no commit on the event loop copies the WAL into the file: a thread of its own does
     if (file !== ':memory:') {
-      checkpointer = startCheckpointer(conn, file, { onWarning: options.onWarning });
+      // held by the app's lock while the thread lets the WAL start over (checkpointer.ts)
+      checkpointer = startCheckpointer(conn, file, { onWarning: options.onWarning, hold: (fn) => lock.run(fn) });
       beforeDispose(a, async () => {
         await checkpointer?.stop();
         await wal?.close();

@@ -4,8 +4,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { startCheckpointer } from '../../src/db/checkpointer';
+import { RESTART_FRAMES, startCheckpointer } from '../../src/db/checkpointer';
 import { configureSqlite } from '../../src/db/client';
+import { Mutex } from '../../src/db/mutex';
 
 const walPages = (file: string) => Math.floor(fs.statSync(`${file}-wal`).size / 4096);
 
@@ -50,6 +51,42 @@ describe('the SQLite checkpoint thread', () => {
       await cp.stop();
       conn.close();
     }
+  });
+
+  // A PASSIVE checkpoint copies the frames there were when it began; the writer starts the WAL
+  // over only once a checkpoint copied all of it, which a steady stream of commits never allows.
+  it('starts the WAL over under a steady stream of commits, holding the app\'s lock while the thread copies the rest', async () => {
+    const stream = async (name: string, withHold: boolean) => {
+      const { file, conn, write } = open(name);
+      const lock = new Mutex();
+      const cp = startCheckpointer(conn, file, { everyMs: 20, hold: withHold ? (fn) => lock.run(fn) : undefined });
+      let commits = 0;
+      try {
+        // at least 20,000 commits of a frame or more each, and a second of checkpoints
+        const end = Date.now() + 1000;
+        while (commits < 20_000 || Date.now() < end) {
+          // every statement of the app takes the lock (client.ts); the loop yields between commits
+          await lock.run(() => write(1));
+          commits += 1;
+          await new Promise((r) => setImmediate(r));
+        }
+        return { pages: walPages(file), restarts: cp.restarts, checkpoints: cp.checkpoints, commits, rows: (conn.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n };
+      } finally {
+        await cp.stop();
+        conn.close();
+      }
+    };
+    const held = await stream('c.db', true);
+    const unheld = await stream('d.db', false);
+    expect(held.rows).toBe(held.commits);
+    expect(held.restarts).toBeGreaterThan(0);
+    // the WAL started over again and again: it holds a fraction of what the stream wrote
+    // (RESTART_FRAMES and the frames of a checkpoint interval or two), however long the stream
+    expect(held.pages).toBeLessThan(held.commits / 3);
+    expect(held.pages).toBeGreaterThan(RESTART_FRAMES);
+    // without the hold, the same stream's WAL never started over: every commit's frames are still in it
+    expect(unheld.checkpoints).toBeGreaterThan(0);
+    expect(unheld.pages).toBeGreaterThanOrEqual(unheld.commits);
   });
 
   it('gives the connection its own checkpoints back when the thread cannot serve its file', async () => {
