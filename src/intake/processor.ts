@@ -97,6 +97,9 @@ const LEASE_PENDING: StatementBuilder = (p, provider) => {
   RETURNING "partition"`;
 };
 
+/** Lets the event loop run what is due (I/O, timers) before going on. */
+const turnOfTheLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export class ReceiptProcessor {
   readonly processorId: string;
   private readonly now: () => Date;
@@ -231,6 +234,10 @@ export class ReceiptProcessor {
       const compliance = GDPR_TOPICS.has(queue[0]!.topic);
       const n = await this.processSafely(partitions, queue, last ? turn : undefined);
       done += n;
+      // On SQLite every statement resolves at once (a synchronous driver), so without this a
+      // backlog never let the event loop turn: requests, timers and the WAL checkpoint thread's
+      // messages waited until it was drained. One turn per unit, a few microseconds.
+      await turnOfTheLoop();
       if (compliance) {
         // a redaction erases receipts after it: the rest is read again
         queue = [];

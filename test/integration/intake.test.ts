@@ -263,6 +263,25 @@ describe(`stage 2: a backlog longer than one turn (${testProvider})`, () => {
     expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'turns-20' } })).toMatchObject({ outcome: 'erased', body: null });
     expect(await s.app.db.outboxMessage.count({ where: { shopId: ws.shopId, eventName: 'order_placed' } })).toBe(29);
   });
+
+  // On SQLite every statement resolves at once (the driver is synchronous): without a turn of the
+  // event loop between batches, a backlog held off requests, timers and the checkpoint thread's
+  // messages until it was drained (a minute at most), and in one process webhooks waited that long.
+  it('drainAll lets the event loop turn between batches, so requests are answered while a backlog drains', async () => {
+    for (let i = 0; i < 24; i++) await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'turns.myshopify.com', payload: sampleOrder(200 + i), webhookId: `turns-loop-${i}` });
+    let turns = 0;
+    let draining = true;
+    const tick = () => {
+      turns += 1;
+      if (draining) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const processed = await s.app.processor.drainAll();
+    draining = false;
+    expect(processed).toBe(24);
+    // 6 batches of 4: the loop turned between them
+    expect(turns).toBeGreaterThanOrEqual(6);
+  });
 });
 
 describe(`stage 2: a batch spans the partitions a process leased (${testProvider})`, () => {
