@@ -1,6 +1,7 @@
 // The intake benchmark's method, shared by the webhook intake (bench/ingest.ts) and the
 // storefront pixel's (bench/pixel.ts): the bare route (the ceiling), the connector on SQLite and
-// on PostgreSQL, side by side in one table from one run. Each server is its own child process,
+// on PostgreSQL, side by side in one table from one run, with the disk's floor beside them (the
+// bare route plus one synced write per answer). Each server is its own child process,
 // and all of them run at once (an idle server costs nothing), so that the measurements can be
 // interleaved: other work shares this 2-core machine, and a drift in its load then hits every
 // server alike.
@@ -19,6 +20,9 @@
 // - RSS: peak VmRSS of the server under the intake load, and of the worker during stage 2.
 // - idle: the worker's CPU (fraction of a core) over 10 s once stage 2 is done, with whatever
 //   stage 2 left waiting (messages due later, anonymous storefront events).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import autocannon from 'autocannon';
 import { startOpenLoopGenerator, type OpenLoopGenerator, type OpenLoopSource } from './open-loop';
 import {
@@ -33,6 +37,7 @@ const OPEN_RATE = Number(process.env.BENCH_INGEST_RATE ?? 1000);
 const OPEN_S = Number(process.env.BENCH_INGEST_OPEN_SECONDS ?? 5);
 const WARMUP_S = Number(process.env.BENCH_INGEST_WARMUP_SECONDS ?? 10);
 const IDLE_S = 10;
+const FLOOR_NAME = "bare route + a synced write (the disk's floor)";
 // connections the open loop opens before its clock starts (it may open more under a stall)
 const WARM_CONNECTIONS = 16;
 
@@ -42,6 +47,7 @@ export const intakeMethod = {
     `- All servers run at once, each in its own process, and are measured in turn: after a ${WARMUP_S} s warm-up at the offered rate, first ${ROUNDS} rounds of the open loop, then ${ROUNDS} rounds of the closed loop (a saturating closed-loop round leaves work behind, such as autovacuum and WAL checkpoints, that a steady offered rate does not make).`,
     `- req/s: autocannon (closed loop), ${CONNECTIONS} connections, ${ROUND_S} s per server per round; ${what.requests} The median round is shown; the ratio is the median of the per-round ratios.`,
     `- p50 / p99 / max: open loop, ${OPEN_RATE.toLocaleString('en-US')} requests/s offered whatever the answers, ${OPEN_S} s per server per round, from a generator process of its own (warm from the warm-up on) with ${WARM_CONNECTIONS} connections opened beforehand; each time from the request's scheduled start to its answer, over all rounds.`,
+    `- ${FLOOR_NAME}: the bare route, and before each answer the body written to a file and an fdatasync of it (shared by the writes made meanwhile, the app's own wal-flush.ts, as SQLite's receipts are synced), with no database: the response time no durable intake can beat on this disk, measured in the same rounds.`,
     `- The connector runs as ROLE=web (stage 1 only). Stage 2: afterwards, a fresh ROLE=worker process processes every stored receipt; rate = ${what.unit} after the first batch ÷ (last − first batch processedAt).`,
     `- RSS: peak VmRSS of the server under the intake load / of the worker during stage 2. Idle: the worker's CPU over ${IDLE_S} s once stage 2 is done, while it delivers what stage 2 queued (paced at 10/s), then, with the workspace paused, over ${IDLE_S} s after ${IDLE_S} s of settling: what the state stage 2 left waiting (anonymous visitors' events, abandonment timers) costs alone.`,
   ].join('\n'),
@@ -128,9 +134,13 @@ export async function runIntakeBench(spec: IntakeSpec): Promise<void> {
   const closedLoop = (url: string, seconds: number) => autocannon({ url, connections: CONNECTIONS, duration: seconds, idReplacement: true, requests: spec.closedRequests() });
   const targets: Target[] = [];
   let generator: OpenLoopGenerator | undefined;
+  let floorDir: string | undefined;
   const blank = () => ({ rates: [], closedP99: [], failures: 0, openLatencies: [], openScheduled: 0, openOk: 0, openStartRate: [], generatorLagP99: [], openP99: [], counted: 0, rssIntakeMb: 0 });
   try {
     targets.push({ name: spec.bare.name, server: await startChild('bare-server.ts', spec.bare.env, 'bare'), ...blank() });
+    // the disk's floor: the bare route plus one synced write per answer (bench/bare-server.ts)
+    floorDir = fs.mkdtempSync(path.join(os.tmpdir(), 'connector-bench-floor-'));
+    targets.push({ name: FLOOR_NAME, server: await startChild('bare-server.ts', { ...spec.bare.env, BARE_SYNC_DIR: floorDir }, 'bare-synced'), ...blank() });
     for (const provider of providers) {
       const db = await createBenchDatabase(provider);
       const emulator = await startEmulator();
@@ -197,6 +207,7 @@ export async function runIntakeBench(spec: IntakeSpec): Promise<void> {
       await t.emulator?.close();
       await t.db?.drop();
     }
+    if (floorDir) fs.rmSync(floorDir, { recursive: true, force: true });
   }
 
   const base = targets[0]!;

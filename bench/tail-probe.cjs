@@ -58,7 +58,7 @@ if (isMainThread) {
       const r = requests.sort((a, b) => a - b);
       const s = syncs.sort((a, b) => a - b);
       process.stderr.write(
-        `TAIL requests ${r.length} p50/p99/max ${f(q(r, 0.5))}/${f(q(r, 0.99))}/${f(q(r, 1))} ms` +
+        `TAIL ${new Date().toISOString().slice(11, 19)} requests ${r.length} p50/p99/max ${f(q(r, 0.5))}/${f(q(r, 0.99))}/${f(q(r, 1))} ms` +
           ` | loop p99/max ${f(loop.percentile(99) / 1e6)}/${f(loop.max / 1e6)} ms` +
           ` | gc ${gc.n} pauses ${f(gc.total)} ms, longest ${f(gc.max)}, mark-compacts ${gc.major}` +
           ` | syncs ${s.length} p50/p99/max ${f(q(s, 0.5))}/${f(q(s, 0.99))}/${f(q(s, 1))} ms, total ${f(s.reduce((a, b) => a + b, 0))}\n`,
