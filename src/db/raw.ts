@@ -195,3 +195,11 @@ export function rawDate(v: unknown): Date | null {
   if (v instanceof Date) return v;
   return new Date(typeof v === 'bigint' ? Number(v) : (v as number | string));
 }
+
+/**
+ * Lets the event loop run what is due (requests, timers, a worker thread's messages) before going
+ * on. On SQLite every statement resolves at once (better-sqlite3 is synchronous), so a loop of
+ * statements is one chain of microtasks: without a turn between its steps nothing else runs until
+ * it ends. A few microseconds each.
+ */
+export const turnOfTheLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

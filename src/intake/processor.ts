@@ -8,7 +8,7 @@
 // source id, receipts are marked only while still pending).
 import { randomUUID } from 'node:crypto';
 import { rawOf, type Db, type DbProvider } from '../db/client';
-import { prepare, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
+import { prepare, rawTimestamp, turnOfTheLoop, type RawStatement, type StatementBuilder } from '../db/raw';
 import { driverTransaction, type SqlTx } from '../db/transaction';
 import { parseWebhookBody } from '../mapping';
 import type { Logger } from '../observability/logger';
@@ -96,9 +96,6 @@ const LEASE_PENDING: StatementBuilder = (p, provider) => {
     ORDER BY (SELECT MIN("r"."id") FROM "WebhookReceipt" AS "r" WHERE ${pending}) LIMIT ${p(4, 'integer')} ${provider === 'postgres' ? 'FOR UPDATE OF "l" SKIP LOCKED' : ''})
   RETURNING "partition"`;
 };
-
-/** Lets the event loop run what is due (I/O, timers) before going on. */
-const turnOfTheLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class ReceiptProcessor {
   readonly processorId: string;
@@ -234,9 +231,8 @@ export class ReceiptProcessor {
       const compliance = GDPR_TOPICS.has(queue[0]!.topic);
       const n = await this.processSafely(partitions, queue, last ? turn : undefined);
       done += n;
-      // On SQLite every statement resolves at once (a synchronous driver), so without this a
-      // backlog never let the event loop turn: requests, timers and the WAL checkpoint thread's
-      // messages waited until it was drained. One turn per unit, a few microseconds.
+      // a backlog on SQLite would otherwise hold off requests, timers and the WAL checkpoint
+      // thread's messages until it was drained
       await turnOfTheLoop();
       if (compliance) {
         // a redaction erases receipts after it: the rest is read again

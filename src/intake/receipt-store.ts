@@ -4,7 +4,7 @@
 // window, then deleted.
 import { Prisma, type WebhookReceipt } from '@prisma/client';
 import { commitsOnDisk, rawOf, type Db, type DbProvider } from '../db/client';
-import { prepare, rawDate, rawTimestamp, runSqlite } from '../db/raw';
+import { prepare, rawDate, rawTimestamp, runSqlite, turnOfTheLoop } from '../db/raw';
 import type { SqlTx } from '../db/transaction';
 import { Sql } from '../outbox/sql';
 
@@ -176,6 +176,8 @@ export class ReceiptStore {
       const res = await this.db.webhookReceipt.deleteMany({ where: { id: { in: ids.map((r) => r.id) } } });
       total += res.count;
       if (ids.length < chunk) return total;
+      // a day of receipts is many chunks: requests go on between them (SQLite's are synchronous)
+      await turnOfTheLoop();
     }
   }
 

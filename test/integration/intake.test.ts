@@ -282,6 +282,28 @@ describe(`stage 2: a backlog longer than one turn (${testProvider})`, () => {
     // 6 batches of 4: the loop turned between them
     expect(turns).toBeGreaterThanOrEqual(6);
   });
+
+  it('deleting receipts past the dedupe window lets the event loop turn between chunks', async () => {
+    const at = new Date(Date.now() - 1000);
+    await s.app.db.webhookReceipt.createMany({
+      data: Array.from({ length: 60 }, (_, i) => ({ webhookId: `expired-${i}`, shopDomain: 'turns.myshopify.com', topic: 'orders/create', processedAt: at, outcome: 'accepted' })),
+    });
+    const processed = await s.app.db.webhookReceipt.count({ where: { processedAt: { not: null } } });
+    expect(processed).toBeGreaterThanOrEqual(60);
+    let turns = 0;
+    let deleting = true;
+    const tick = () => {
+      turns += 1;
+      if (deleting) setImmediate(tick);
+    };
+    setImmediate(tick);
+    // every processed receipt is past a window that ends a minute from now; chunks of 10
+    const deleted = await s.app.receipts.deleteExpired(new Date(Date.now() + 60_000), 10);
+    deleting = false;
+    expect(deleted).toBe(processed);
+    expect(await s.app.db.webhookReceipt.count({ where: { processedAt: { not: null } } })).toBe(0);
+    expect(turns).toBeGreaterThanOrEqual(Math.floor(processed / 10) - 1);
+  });
 });
 
 describe(`stage 2: a batch spans the partitions a process leased (${testProvider})`, () => {
