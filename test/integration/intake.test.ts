@@ -23,6 +23,22 @@ async function failInsertsOf(s: Stack): Promise<void> {
   }
 }
 
+/** Runs `work`, counting the turns the event loop made meanwhile (a setImmediate runs once per turn). */
+async function turnsOfTheLoopDuring<T>(work: () => Promise<T>): Promise<{ value: T; turns: number }> {
+  let turns = 0;
+  let working = true;
+  const tick = () => {
+    turns += 1;
+    if (working) setImmediate(tick);
+  };
+  setImmediate(tick);
+  try {
+    return { value: await work(), turns };
+  } finally {
+    working = false;
+  }
+}
+
 const receipt = (webhookId: string, body = JSON.stringify(sampleOrder(1))): NewReceipt => ({
   webhookId, shopDomain: DEFAULT_SHOP, topic: 'orders/create', kind: 'webhook', body, apiVersion: '2026-10', triggeredAt: null, receivedAt: new Date(),
 });
@@ -269,15 +285,7 @@ describe(`stage 2: a backlog longer than one turn (${testProvider})`, () => {
   // messages until it was drained (a minute at most), and in one process webhooks waited that long.
   it('drainAll lets the event loop turn between batches, so requests are answered while a backlog drains', async () => {
     for (let i = 0; i < 24; i++) await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'turns.myshopify.com', payload: sampleOrder(200 + i), webhookId: `turns-loop-${i}` });
-    let turns = 0;
-    let draining = true;
-    const tick = () => {
-      turns += 1;
-      if (draining) setImmediate(tick);
-    };
-    setImmediate(tick);
-    const processed = await s.app.processor.drainAll();
-    draining = false;
+    const { value: processed, turns } = await turnsOfTheLoopDuring(() => s.app.processor.drainAll());
     expect(processed).toBe(24);
     // 6 batches of 4: the loop turned between them
     expect(turns).toBeGreaterThanOrEqual(6);
@@ -290,16 +298,8 @@ describe(`stage 2: a backlog longer than one turn (${testProvider})`, () => {
     });
     const processed = await s.app.db.webhookReceipt.count({ where: { processedAt: { not: null } } });
     expect(processed).toBeGreaterThanOrEqual(60);
-    let turns = 0;
-    let deleting = true;
-    const tick = () => {
-      turns += 1;
-      if (deleting) setImmediate(tick);
-    };
-    setImmediate(tick);
     // every processed receipt is past a window that ends a minute from now; chunks of 10
-    const deleted = await s.app.receipts.deleteExpired(new Date(Date.now() + 60_000), 10);
-    deleting = false;
+    const { value: deleted, turns } = await turnsOfTheLoopDuring(() => s.app.receipts.deleteExpired(new Date(Date.now() + 60_000), 10));
     expect(deleted).toBe(processed);
     expect(await s.app.db.webhookReceipt.count({ where: { processedAt: { not: null } } })).toBe(0);
     expect(turns).toBeGreaterThanOrEqual(Math.floor(processed / 10) - 1);
