@@ -82,15 +82,18 @@ parentPort.on('message', (m) => {
 export interface Checkpointer {
   /** Checkpoints that copied frames, so far. */
   readonly checkpoints: number;
-  /** Times the connection was held for the WAL to start over. */
-  readonly restarts: number;
+  /**
+   * Times the connection was held for the WAL to start over (it also starts over on its own,
+   * whenever a checkpoint catches up with the commits).
+   */
+  readonly holds: number;
   stop(): Promise<void>;
 }
 
 interface Served {
   conn: BetterSqlite3.Database;
   checkpoints: number;
-  restarts: number;
+  holds: number;
   onWarning?: (message: string) => void;
   /** Runs `fn` while no statement of the app runs on the connection (its lock). */
   hold?: (fn: () => Promise<void>) => Promise<void>;
@@ -125,7 +128,7 @@ function theThread(): Worker {
     } else if (m.error !== undefined) s.onWarning?.(`WAL checkpoint failed: ${m.error}`);
     else {
       if (m.checkpointed) s.checkpoints += 1;
-      if (m.restart) s.restarts += 1;
+      if (m.restart) s.holds += 1;
       else {
         // a WAL that has not grown since the last checkpoint is idle: its next commit starts it over
         if ((m.log ?? 0) > RESTART_FRAMES && m.log !== s.lastLog) restart(m.id, s, worker);
@@ -191,15 +194,15 @@ export interface CheckpointerOptions {
 export function startCheckpointer(conn: BetterSqlite3.Database, file: string, opts: CheckpointerOptions = {}): Checkpointer {
   conn.pragma('wal_autocheckpoint = 0');
   const id = ++nextId;
-  const s: Served = { conn, checkpoints: 0, restarts: 0, onWarning: opts.onWarning, hold: opts.hold };
+  const s: Served = { conn, checkpoints: 0, holds: 0, onWarning: opts.onWarning, hold: opts.hold };
   served.set(id, s);
   theThread().postMessage({ op: 'add', id, file, everyMs: opts.everyMs ?? 1000 });
   return {
     get checkpoints() {
       return s.checkpoints;
     },
-    get restarts() {
-      return s.restarts;
+    get holds() {
+      return s.holds;
     },
     stop: async () => {
       if (!served.delete(id)) return;

@@ -226,6 +226,9 @@ function serialisedSqlite(adapter: Adapter, lock: Mutex): Adapter {
   return adapter;
 }
 
+/** Bytes of WAL file kept when it starts over (PRAGMA journal_size_limit). */
+const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
+
 /** Pragmas for every SQLite connection the app opens. */
 export function configureSqlite(conn: BetterSqlite3.Database): void {
   // WAL lets readers work while one writer commits. NORMAL: a commit survives a crash of the app
@@ -240,9 +243,6 @@ export function configureSqlite(conn: BetterSqlite3.Database): void {
   // When the WAL starts over (checkpointer.ts), a file that a burst grew past 64 MB is cut back.
   conn.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
 }
-
-/** Bytes of WAL file kept when it starts over (PRAGMA journal_size_limit). */
-export const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
 
 /**
  * Opens a pool's connections at once (a pool with `min` then keeps them), each one warmed

@@ -84,7 +84,7 @@ describe('the SQLite checkpoint thread', () => {
           await new Promise((r) => setImmediate(r));
         }
         return {
-          startedOver: walGeneration(file) - generation, pages: walPages(file), holds: cp.restarts, checkpoints: cp.checkpoints, commits,
+          startedOver: walGeneration(file) - generation, pages: walPages(file), holds: cp.holds, checkpoints: cp.checkpoints, commits,
           rows: (conn.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n,
         };
       } finally {
