@@ -181,8 +181,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // a worker-only process serves the operations routes (health, readiness, metrics) alone
     rawRouters: config.webEnabled
       ? [
-          webhooksRoute({ apiSecret: config.shopify.apiSecret, intake: pipeline.intake, logger, metrics, now }),
+          // the storefront's batches outnumber the webhooks by orders of magnitude: their route first
           pixelRoute({ intake: pipeline.intake, keys: storefront.keys, logger, metrics, now, ratePerShop: config.pixel.ratePerShop, ratePerClient: config.pixel.ratePerClient }),
+          webhooksRoute({ apiSecret: config.shopify.apiSecret, intake: pipeline.intake, logger, metrics, now }),
         ]
       : [],
     routers: config.webEnabled

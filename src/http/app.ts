@@ -12,7 +12,7 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   isShuttingDown?: () => boolean;
-  /** Routers mounted before the JSON body parser (they read raw bodies), e.g. /webhooks. */
+  /** Routers mounted first, before the JSON body parser (they read raw bodies): /pixel/events, /webhooks. */
   rawRouters?: Router[];
   /** Routers mounted after it: /auth, /api/*, the admin page. */
   routers?: Router[];
@@ -24,8 +24,10 @@ export function createApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', true);
-  app.use(opsRoutes({ db: deps.db, metrics: deps.metrics, isShuttingDown: deps.isShuttingDown ?? (() => false) }));
+  // the intake's routes first: they take nearly every request, and each router a request passes
+  // through before its own costs it a dispatch
   for (const r of deps.rawRouters ?? []) app.use(r);
+  app.use(opsRoutes({ db: deps.db, metrics: deps.metrics, isShuttingDown: deps.isShuttingDown ?? (() => false) }));
   app.use('/api', express.json({ limit: JSON_LIMIT, strict: true }));
   for (const r of deps.routers ?? []) app.use(r);
   app.use('/api', (_req, res) => sendError(res, 404, 'not_found', 'No such API route'));
