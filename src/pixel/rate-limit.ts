@@ -1,7 +1,13 @@
 // In-memory token buckets (per process): `rate` requests a second on average, bursts up to
-// `burst`. The map is bounded: at its limit, buckets that have refilled (idle keys) go first,
-// then the oldest half, so a flood of distinct keys costs bounded memory and only ever makes
-// the limit more lenient for the keys it evicts.
+// `burst`. Each key costs one number: the time at which its bucket is full again (GCRA, the
+// "theoretical arrival time"), which takes the place of a token count and its last refill.
+//
+// Keys live in two generations, each `burst / rate` seconds long, the time an empty bucket takes
+// to fill. A key written in one generation is full again before the next one ends, so the older
+// generation is dropped whole at each turn, and dropping it loses no limit. A flood of distinct
+// keys (one per storefront visitor) costs a map insertion each, and nothing is ever scanned. When
+// the newer generation holds maxKeys / 2 keys, it turns early: that only ever makes the limit
+// more lenient, for the keys of the generation it drops.
 export interface TokenBucketsOptions {
   rate: number;
   burst: number;
@@ -11,44 +17,45 @@ export interface TokenBucketsOptions {
 }
 
 export class TokenBuckets {
-  private readonly buckets = new Map<string, { tokens: number; at: number }>();
-  private readonly maxKeys: number;
+  private current = new Map<string, number>();
+  private previous = new Map<string, number>();
+  private turnedAt: number;
+  /** Milliseconds a token takes to come back, and an empty bucket to fill. */
+  private readonly interval: number;
+  private readonly fill: number;
+  private readonly generationKeys: number;
   private readonly nowMs: () => number;
 
-  constructor(private readonly opts: TokenBucketsOptions) {
-    this.maxKeys = opts.maxKeys ?? 100_000;
+  constructor(opts: TokenBucketsOptions) {
+    this.interval = 1000 / opts.rate;
+    this.fill = Math.max(1, opts.burst) * this.interval;
+    this.generationKeys = Math.max(1, Math.floor((opts.maxKeys ?? 100_000) / 2));
     this.nowMs = opts.nowMs ?? (() => performance.now());
+    this.turnedAt = this.nowMs();
   }
 
   /** Takes a token for `key`; false when its bucket is empty (the request is over the limit). */
   take(key: string): boolean {
     const now = this.nowMs();
-    let b = this.buckets.get(key);
-    if (!b) {
-      if (this.buckets.size >= this.maxKeys) this.prune(now);
-      b = { tokens: this.opts.burst, at: now };
-      this.buckets.set(key, b);
-    } else {
-      b.tokens = Math.min(this.opts.burst, b.tokens + ((now - b.at) * this.opts.rate) / 1000);
-      b.at = now;
-    }
-    if (b.tokens < 1) return false;
-    b.tokens -= 1;
+    if (now - this.turnedAt >= this.fill) this.turn(now);
+    const full = this.current.get(key) ?? this.previous.get(key);
+    const next = (full === undefined || full < now ? now : full) + this.interval;
+    // (a float's rounding must not cost the last token of a burst)
+    if (next - now > this.fill + 1e-6) return false;
+    if (this.current.size >= this.generationKeys && !this.current.has(key)) this.turn(now);
+    this.current.set(key, next);
     return true;
   }
 
+  /** Keys held, in both generations (a key in both counts twice). */
   get size(): number {
-    return this.buckets.size;
+    return this.current.size + this.previous.size;
   }
 
-  private prune(now: number): void {
-    const refill = (this.opts.burst / this.opts.rate) * 1000;
-    for (const [k, b] of this.buckets) if (now - b.at >= refill) this.buckets.delete(k);
-    if (this.buckets.size < this.maxKeys) return;
-    let drop = this.buckets.size - Math.floor(this.maxKeys / 2);
-    for (const k of this.buckets.keys()) {
-      if (drop-- <= 0) break;
-      this.buckets.delete(k);
-    }
+  private turn(now: number): void {
+    // two generations past: every bucket is full again
+    this.previous = now - this.turnedAt >= 2 * this.fill ? new Map() : this.current;
+    this.current = new Map();
+    this.turnedAt = now;
   }
 }

@@ -107,6 +107,21 @@ describe('TokenBuckets', () => {
     expect(Array.from({ length: 3 }, () => b.take('a'))).toEqual([true, true, false]);
   });
 
+  it('keeps an empty bucket empty across the turn of its generation, and forgets a key once its bucket is full', () => {
+    // rate 1/s, burst 2: a generation lasts 2 s, the time an empty bucket takes to fill
+    let now = 0;
+    const b = new TokenBuckets({ rate: 1, burst: 2, nowMs: () => now });
+    now = 1_900;
+    expect([b.take('a'), b.take('a'), b.take('a')]).toEqual([true, true, false]);
+    now = 2_100; // the generation turned at 2 s; 'a' gets its next token at 2.9 s
+    expect(b.take('a')).toBe(false);
+    now = 2_900;
+    expect([b.take('a'), b.take('a')]).toEqual([true, false]);
+    now = 20_000; // two generations later every bucket is full: both are dropped
+    expect([b.take('a'), b.take('a'), b.take('a')]).toEqual([true, true, false]);
+    expect(b.size).toBe(1);
+  });
+
   it('stays within its key limit under a flood of distinct keys', () => {
     let now = 0;
     const b = new TokenBuckets({ rate: 1, burst: 2, maxKeys: 100, nowMs: () => now });
