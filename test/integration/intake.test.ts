@@ -10,6 +10,7 @@ import { PARTITIONS, partitionOf, pgInsertBucket, type NewReceipt } from '../../
 import { sampleCheckout, sampleOrder } from '../../src/sandbox/samples';
 import { TestClock } from '../helpers/clock';
 import { testProvider } from '../helpers/db';
+import { turnsOfTheLoopDuring } from '../helpers/loop';
 import { tablesContaining } from '../helpers/rows';
 import { DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';
 
@@ -20,22 +21,6 @@ async function failInsertsOf(s: Stack): Promise<void> {
     await s.app.db.$executeRawUnsafe(`CREATE TRIGGER boom BEFORE INSERT ON "WebhookReceipt" FOR EACH ROW EXECUTE FUNCTION boom()`);
   } else {
     await s.app.db.$executeRawUnsafe(`CREATE TRIGGER boom BEFORE INSERT ON "WebhookReceipt" WHEN NEW."webhookId" LIKE 'boom%' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
-  }
-}
-
-/** Runs `work`, counting the turns the event loop made meanwhile (a setImmediate runs once per turn). */
-async function turnsOfTheLoopDuring<T>(work: () => Promise<T>): Promise<{ value: T; turns: number }> {
-  let turns = 0;
-  let working = true;
-  const tick = () => {
-    turns += 1;
-    if (working) setImmediate(tick);
-  };
-  setImmediate(tick);
-  try {
-    return { value: await work(), turns };
-  } finally {
-    working = false;
   }
 }
 

@@ -2,8 +2,12 @@
 // stitching a visitor to the email it gives, the anonymous window, collapsed views, consent,
 // browse and cart abandonment and what cancels them, and GDPR.
 import { randomUUID } from 'node:crypto';
+import { Metrics } from '../../src/observability/metrics';
+import { createLogger } from '../../src/observability/logger';
+import { createPixelSweeper } from '../../src/pixel/sweeper';
 import { TestClock } from '../helpers/clock';
 import { testProvider } from '../helpers/db';
+import { turnsOfTheLoopDuring } from '../helpers/loop';
 import { activatePixel, batch, BEANIE, ev, MUG, postPixel, sendBatch, TOTE } from '../helpers/pixel';
 import { tablesContaining } from '../helpers/rows';
 import { startStack, type Stack } from '../helpers/stack';
@@ -67,6 +71,35 @@ describe(`storefront events (${testProvider})`, () => {
     await sendBatch(s, batch(key, client, [ev.view(BEANIE)]));
     const later = await s.until(() => events(workspaceId, 'viewed_product').find((e) => e.event_attribute.product_id === BEANIE.id), 5000, 'a later view');
     expect(later.email).toBe('jane.doe@example.com');
+  });
+
+  it('deletes what expired a chunk at a time, letting the event loop turn between chunks, and keeps the rest', async () => {
+    const { shopId } = await shop();
+    const now = clock.now();
+    const at = (minutes: number) => new Date(now.getTime() + minutes * MIN);
+    // 45 events and 25 visitors expired a minute apart (some at the same instant), 5 of each still waiting
+    await s.app.db.pixelEvent.createMany({
+      data: Array.from({ length: 50 }, (_, i) => ({ shopId, clientId: `sweep-${i}`, name: 'product_viewed', eventId: `e-${i}`, occurredAt: at(-300), data: '{}', expiresAt: at(i < 45 ? -100 + Math.floor(i / 3) : 10 + i) })),
+    });
+    await s.app.db.pixelVisitor.createMany({
+      data: Array.from({ length: 30 }, (_, i) => ({ shopId, clientId: `sweep-${i}`, email: `v${i}@example.com`, identifiedAt: at(-300), expiresAt: at(i < 25 ? -100 + i : 10 + i) })),
+    });
+    const expired = { events: await s.app.db.pixelEvent.count({ where: { expiresAt: { lte: now } } }), visitors: await s.app.db.pixelVisitor.count({ where: { expiresAt: { lte: now } } }) };
+    expect(expired.events).toBeGreaterThanOrEqual(45);
+    expect(expired.visitors).toBeGreaterThanOrEqual(25);
+
+    const sweeper = createPixelSweeper({ db: s.app.db, logger: createLogger('silent'), metrics: new Metrics(), now: clock.now, chunk: 10 });
+    const { value: swept, turns } = await turnsOfTheLoopDuring(() => sweeper.sweep());
+    expect(swept).toEqual(expired);
+    expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(5);
+    expect(await s.app.db.pixelVisitor.count({ where: { shopId } })).toBe(5);
+    expect(await s.app.db.pixelEvent.count({ where: { expiresAt: { lte: now } } })).toBe(0);
+    // events in chunks of 12, 12, 12 and the rest (three expire at each instant), visitors in 10, 10
+    // and the rest: the loop turned after each full chunk (on SQLite it turned 0 times before)
+    expect(turns).toBeGreaterThanOrEqual(5);
+    // the rows still waiting would expire during the next test's sweeps
+    await s.app.db.pixelEvent.deleteMany({ where: { shopId } });
+    await s.app.db.pixelVisitor.deleteMany({ where: { shopId } });
   });
 
   it('erases an anonymous visitor’s events unsent once the window has passed; an email given later sends nothing of them', async () => {
