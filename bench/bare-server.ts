@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import express from 'express';
 import { createWalFlush } from '../src/db/wal-flush';
+import { createHttpServer } from '../src/http/app';
 import { PIXEL_BODY_LIMIT, PIXEL_PATH } from '../src/http/pixel.route';
 import { verifyShopifyHmac, WEBHOOK_BODY_LIMIT } from '../src/http/webhooks.route';
 
@@ -58,7 +59,9 @@ app.post(PIXEL_PATH, express.raw({ type: () => true, limit: PIXEL_BODY_LIMIT, in
   await stored(req.body);
   res.status(204).end();
 });
-const server = app.listen(0, '127.0.0.1', () => {
+// the app's own HTTP server (src/http/app.ts), so the ceiling's GC is the connector's
+const server = createHttpServer(app);
+server.listen(0, '127.0.0.1', () => {
   server.keepAliveTimeout = 65_000;
   process.stdout.write(`${JSON.stringify({ ready: true, port: (server.address() as AddressInfo).port })}\n`);
 });

@@ -13,7 +13,7 @@ import type { SideHandler } from './intake/processor';
 import type { ReceiptStore } from './intake/receipt-store';
 import type { Intake } from './intake/intake';
 import { adminRoutes } from './http/admin.routes';
-import { createApp } from './http/app';
+import { createApp, createHttpServer } from './http/app';
 import { authRoutes } from './http/auth.routes';
 import { permissionsRoutes } from './http/permissions.routes';
 import { sessionTokenMiddleware } from './http/session-token';
@@ -199,7 +199,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       : [],
   });
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, opts.host ?? '0.0.0.0', () => resolve(s));
+    const s = createHttpServer(app);
+    s.listen(config.port, opts.host ?? '0.0.0.0', () => resolve(s));
     s.once('error', reject);
   });
   server.keepAliveTimeout = 65_000;
