@@ -203,3 +203,17 @@ export function rawDate(v: unknown): Date | null {
  * it ends. A few microseconds each.
  */
 export const turnOfTheLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Work done a chunk at a time (a delete of many rows): runs `step` until it says there is no more,
+ * the event loop turning between steps; returns the sum of the steps' counts.
+ */
+export async function inChunks(step: () => Promise<{ count: number; more: boolean }>): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { count, more } = await step();
+    total += count;
+    if (!more) return total;
+    await turnOfTheLoop();
+  }
+}

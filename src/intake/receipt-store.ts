@@ -4,7 +4,7 @@
 // window, then deleted.
 import { Prisma, type WebhookReceipt } from '@prisma/client';
 import { commitsOnDisk, rawOf, type Db, type DbProvider } from '../db/client';
-import { prepare, rawDate, rawTimestamp, runSqlite, turnOfTheLoop } from '../db/raw';
+import { inChunks, prepare, rawDate, rawTimestamp, runSqlite } from '../db/raw';
 import type { SqlTx } from '../db/transaction';
 import { Sql } from '../outbox/sql';
 
@@ -169,16 +169,13 @@ export class ReceiptStore {
 
   /** Deletes processed receipts past the dedupe window, a chunk at a time; returns how many. */
   async deleteExpired(processedBefore: Date, chunk = 5000): Promise<number> {
-    let total = 0;
-    for (;;) {
+    // a day of receipts is many chunks: requests go on between them (SQLite's are synchronous)
+    return inChunks(async () => {
       const ids = await this.db.webhookReceipt.findMany({ where: { processedAt: { lt: processedBefore } }, select: { id: true }, take: chunk });
-      if (ids.length === 0) return total;
+      if (ids.length === 0) return { count: 0, more: false };
       const res = await this.db.webhookReceipt.deleteMany({ where: { id: { in: ids.map((r) => r.id) } } });
-      total += res.count;
-      if (ids.length < chunk) return total;
-      // a day of receipts is many chunks: requests go on between them (SQLite's are synchronous)
-      await turnOfTheLoop();
-    }
+      return { count: res.count, more: ids.length === chunk };
+    });
   }
 
   /** Receipts not processed yet, and the age of the oldest: the intake's lag (whole app, or one shop). */

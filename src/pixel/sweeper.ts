@@ -4,7 +4,7 @@
 // anonymous traffic is millions of rows, so each DELETE takes the oldest `chunk` or so, and the
 // event loop turns between them (on SQLite a statement holds it until done).
 import type { Db } from '../db/client';
-import { turnOfTheLoop } from '../db/raw';
+import { inChunks } from '../db/raw';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 
@@ -29,37 +29,34 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> = Promise.resolve();
   const chunk = Math.max(1, deps.chunk ?? 5000);
-  type Expiring = {
-    /** The expiresAt of the `skip`-th oldest row expired by `at`, if there are that many. */
-    edge(at: Date, skip: number): Promise<{ expiresAt: Date } | null>;
-    deleteUpTo(at: Date): Promise<{ count: number }>;
-  };
-  const tables: Record<'events' | 'visitors', Expiring> = {
-    events: {
-      edge: (at, skip) => deps.db.pixelEvent.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
-      deleteUpTo: (at) => deps.db.pixelEvent.deleteMany({ where: { expiresAt: { lte: at } } }),
+  /** Rows expired by `at`, through the expiresAt index: each DELETE up to the `chunk`-th oldest expiry. */
+  const deleteExpired = (
+    table: {
+      /** The expiresAt of the `skip`-th oldest row expired by `at`, if there are that many. */
+      edge(at: Date, skip: number): Promise<{ expiresAt: Date } | null>;
+      deleteUpTo(at: Date): Promise<{ count: number }>;
     },
-    visitors: {
-      edge: (at, skip) => deps.db.pixelVisitor.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
-      deleteUpTo: (at) => deps.db.pixelVisitor.deleteMany({ where: { expiresAt: { lte: at } } }),
-    },
-  };
-  async function deleteExpired(table: Expiring, at: Date): Promise<number> {
-    let total = 0;
-    for (;;) {
+    at: Date,
+  ): Promise<number> =>
+    inChunks(async () => {
       const edge = await table.edge(at, chunk - 1);
-      total += (await table.deleteUpTo(edge ? edge.expiresAt : at)).count;
-      if (!edge) return total;
-      await turnOfTheLoop();
-    }
-  }
+      const { count } = await table.deleteUpTo(edge ? edge.expiresAt : at);
+      return { count, more: edge !== null };
+    });
+  const events = {
+    edge: (at: Date, skip: number) => deps.db.pixelEvent.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
+    deleteUpTo: (at: Date) => deps.db.pixelEvent.deleteMany({ where: { expiresAt: { lte: at } } }),
+  };
+  const visitors = {
+    edge: (at: Date, skip: number) => deps.db.pixelVisitor.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
+    deleteUpTo: (at: Date) => deps.db.pixelVisitor.deleteMany({ where: { expiresAt: { lte: at } } }),
+  };
   async function sweep() {
     const at = deps.now();
-    const events = await deleteExpired(tables.events, at);
-    const visitors = await deleteExpired(tables.visitors, at);
-    if (events) deps.metrics.pixelEvents.inc({ outcome: 'expired' }, events);
-    if (events || visitors) deps.logger.info({ events, visitors }, 'storefront: expired anonymous events and identities deleted');
-    return { events, visitors };
+    const expired = { events: await deleteExpired(events, at), visitors: await deleteExpired(visitors, at) };
+    if (expired.events) deps.metrics.pixelEvents.inc({ outcome: 'expired' }, expired.events);
+    if (expired.events || expired.visitors) deps.logger.info(expired, 'storefront: expired anonymous events and identities deleted');
+    return expired;
   }
   const sweeper: PixelSweeper = {
     sweep: () => {
