@@ -62,7 +62,6 @@ app.post(PIXEL_PATH, express.raw({ type: () => true, limit: PIXEL_BODY_LIMIT, in
 // the app's own HTTP server (src/http/app.ts), so the ceiling's GC is the connector's
 const server = createHttpServer(app);
 server.listen(0, '127.0.0.1', () => {
-  server.keepAliveTimeout = 65_000;
   process.stdout.write(`${JSON.stringify({ ready: true, port: (server.address() as AddressInfo).port })}\n`);
 });
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

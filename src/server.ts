@@ -203,7 +203,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     s.listen(config.port, opts.host ?? '0.0.0.0', () => resolve(s));
     s.once('error', reject);
   });
-  server.keepAliveTimeout = 65_000;
   const port = (server.address() as AddressInfo).port;
   const url = `http://127.0.0.1:${port}`;
 

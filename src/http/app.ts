@@ -68,8 +68,12 @@ export function createHttpServer(app: express.Express): http.Server {
     return Reflect.construct(http.ServerResponse, args, AppResponse) as http.ServerResponse;
   }
   AppResponse.prototype = proto.response;
-  return http.createServer(
+  const server = http.createServer(
     { IncomingMessage: AppRequest as unknown as typeof http.IncomingMessage, ServerResponse: AppResponse as unknown as typeof http.ServerResponse },
     app,
   );
+  // idle keep-alive connections outlive a load balancer's (60 s by default), which then never
+  // sends a request on a connection this server is closing
+  server.keepAliveTimeout = 65_000;
+  return server;
 }

@@ -14,6 +14,8 @@ describe('createHttpServer', () => {
       res.status(201).set('x-test', 'yes').json({ got: req.body, path: req.path, ip: typeof req.ip });
     });
     const server = createHttpServer(app);
+    // idle connections outlive a load balancer's 60 s
+    expect(server.keepAliveTimeout).toBe(65_000);
     // a listener that runs before express's: what the objects were made as
     server.prependListener('request', (req, res) => {
       const proto = app as unknown as { request: object; response: object };
