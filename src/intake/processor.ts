@@ -10,7 +10,10 @@ import { randomUUID } from 'node:crypto';
 import { rawOf, type Db, type DbProvider } from '../db/client';
 import { prepare, rawTimestamp, turnOfTheLoop, type RawStatement, type StatementBuilder } from '../db/raw';
 import { driverTransaction, type SqlTx } from '../db/transaction';
+import { isDatabaseUnavailable } from '../db/unavailable';
 import { parseWebhookBody } from '../mapping';
+import { Backoff, LOOP_BACKOFF } from '../lib/backoff';
+import { LogOnce } from '../observability/log-once';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { lowerDue, type DueEntry } from '../outbox/due';
@@ -110,10 +113,13 @@ export class ReceiptProcessor {
   private lastBatchAt = 0;
   private seeded = false;
   private readonly leaseStatement: RawStatement<{ partition: number }>;
+  private readonly backoff = new Backoff<string>(LOOP_BACKOFF);
+  private readonly logOnce: LogOnce;
 
   constructor(private readonly deps: ProcessorDeps) {
     this.processorId = deps.processorId ?? `p-${randomUUID().slice(0, 8)}`;
     this.now = deps.now ?? (() => new Date());
+    this.logOnce = new LogOnce(deps.logger, 60_000);
     this.sql = new Sql(deps.db, deps.provider);
     this.leaseStatement = prepare(rawOf(deps.db), 'receipt_lease', LEASE_PENDING, { lazyCommit: true });
   }
@@ -149,9 +155,21 @@ export class ReceiptProcessor {
       try {
         if ((await this.drainAll()) > 0) this.lastBatchAt = Date.now();
         await this.housekeeping();
+        this.backoff.succeed('drain');
       } catch (err) {
-        this.deps.logger.error({ err: (err as Error).message }, 'receipt processing failed; retrying');
-        await new Promise((r) => setTimeout(r, 1000));
+        // the whole wait, whatever wake-ups come meanwhile: a failing drain never spins
+        const delay = this.backoff.fail('drain');
+        this.deps.metrics.loopFailures.inc({ loop: 'stage2' });
+        this.logOnce.log('error', 'drain', { err: (err as Error).message, retryInMs: delay }, 'receipt processing failed; retrying after a growing wait');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delay);
+          this.wake = () => {
+            if (!this.stopping) return;
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = undefined;
         continue;
       }
       if (this.stopping || this.woken) continue;
@@ -246,14 +264,20 @@ export class ReceiptProcessor {
   /**
    * A unit that fails is tried again one receipt at a time, so one receipt the database refuses
    * (hostile content) cannot hold up the others. A receipt that fails alone twice with the same
-   * error is recorded as rejected, with that error, and its body erased. A database that is
-   * away fails every try, including the recording, and the rest waits for the next pass.
+   * error is recorded as rejected, with that error, and its body erased. An error that says the
+   * database is away (db/unavailable.ts) is no receipt's fault: it goes to the loop, which waits
+   * and tries the unit again, and nothing is rejected for it.
    */
   private async processSafely(partitions: number[], pending: PendingReceipt[], turn?: { released: boolean }): Promise<number> {
     try {
       return await this.processUnit(partitions, pending, turn);
     } catch (err) {
-      if (err instanceof LeaseLost || pending.length === 1) throw err;
+      if (err instanceof LeaseLost || isDatabaseUnavailable(err)) throw err;
+      // a unit of one already was that receipt alone: its failure is the first of its tries
+      if (pending.length === 1) {
+        await this.processAlone(partitions, pending[0]!, (err as Error).message);
+        return 1;
+      }
     }
     const end = unitEnd(pending);
     for (let i = 0; i < end; i++) {
@@ -263,14 +287,15 @@ export class ReceiptProcessor {
     return end;
   }
 
-  private async processAlone(partitions: number[], receipt: PendingReceipt): Promise<void> {
-    let error: string | null = null;
-    for (let tries = 0; tries < 2; tries++) {
+  private async processAlone(partitions: number[], receipt: PendingReceipt, firstError: string | null = null): Promise<void> {
+    let error: string | null = firstError;
+    for (let tries = firstError === null ? 0 : 1; tries < 2; tries++) {
       try {
         await this.processUnit(partitions, [receipt]);
         return;
       } catch (err) {
-        if (err instanceof LeaseLost) throw err;
+        // the database away is not this receipt's fault: the loop waits it out, nothing is rejected
+        if (err instanceof LeaseLost || isDatabaseUnavailable(err)) throw err;
         const message = (err as Error).message;
         if (error !== null && error !== message) throw err;
         error = message;
