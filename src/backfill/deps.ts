@@ -4,6 +4,7 @@
 import type { Db, DbProvider } from '../db/client';
 import type { ProductLookup } from '../mapping/items';
 import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
 import type { BulkSource } from './shopify-bulk';
 
 export interface BackfillRunnerDeps {
@@ -11,6 +12,8 @@ export interface BackfillRunnerDeps {
   provider: DbProvider;
   source: BulkSource;
   logger: Logger;
+  /** Counts the runner's failures (connector_background_failures_total). */
+  metrics?: Metrics;
   now?: () => Date;
   /** Tells the delivery worker a shop has new due work. */
   onEnqueued?: (shopId: string) => void;

@@ -4,6 +4,7 @@ import type { RequestHandler, Router } from 'express';
 import type { Db, DbProvider } from '../db/client';
 import { backfillRoutes } from '../http/backfill.routes';
 import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
 import type { ShopifyApi } from '../shopify/api';
 import type { OfflineTokens } from '../shopify/tokens';
 import { createBackfillUseCases, type BackfillUseCases } from '../use-cases/backfill';
@@ -21,6 +22,7 @@ export interface BackfillModuleDeps {
   /** config.dbProvider */
   provider: DbProvider;
   logger: Logger;
+  metrics?: Metrics;
   shopify: ShopifyApi;
   tokens: OfflineTokens;
   /** config.production: result URLs must then be https. */
@@ -31,7 +33,7 @@ export interface BackfillModuleDeps {
   /** The worker's nudge. */
   onEnqueued?: (shopId: string) => void;
   /** Tuning (poll intervals, lease, batch size, queue window). */
-  runner?: Omit<Partial<BackfillRunnerDeps>, 'db' | 'provider' | 'source' | 'logger' | 'now' | 'onEnqueued'>;
+  runner?: Omit<Partial<BackfillRunnerDeps>, 'db' | 'provider' | 'source' | 'logger' | 'metrics' | 'now' | 'onEnqueued'>;
   /** Replaces Shopify (tests of odd Shopify behaviour). */
   source?: BulkSource;
   /** Product images and links for imported orders (the live events' cache). */
@@ -49,7 +51,7 @@ export interface BackfillModule {
 
 export function createBackfill(deps: BackfillModuleDeps): BackfillModule {
   const source = deps.source ?? createShopifyBulkSource({ shopify: deps.shopify, tokens: deps.tokens, logger: deps.logger, adminOrigin: deps.adminOrigin, production: deps.production });
-  const runner = new BackfillRunner({ ...deps.runner, db: deps.db, provider: deps.provider, source, logger: deps.logger, now: deps.now, onEnqueued: deps.onEnqueued, enrich: deps.enrich });
+  const runner = new BackfillRunner({ ...deps.runner, db: deps.db, provider: deps.provider, source, logger: deps.logger, metrics: deps.metrics, now: deps.now, onEnqueued: deps.onEnqueued, enrich: deps.enrich });
   const useCases = createBackfillUseCases({ db: deps.db, now: deps.now, wake: () => runner.wake() });
   return {
     runner,

@@ -6,6 +6,7 @@
 // the unsaved part of a batch is simply read again by whoever continues.
 import { randomUUID } from 'node:crypto';
 import type { Backfill } from '@prisma/client';
+import { Backoff, LOOP_BACKOFF, SHOP_BACKOFF } from '../lib/backoff';
 import type { BackfillRunnerDeps } from './deps';
 import { InvalidLineError, LineTooLongError } from './jsonl';
 import { Fatal, Job, Stop, type StopReason } from './job';
@@ -25,6 +26,11 @@ export class BackfillRunner {
   private loop?: Promise<void>;
   private stopping = false;
   private wakeLoop?: () => void;
+  /** A job that crashed is not claimed again here until its growing wait is over. */
+  private readonly jobBackoff = new Backoff<string>(SHOP_BACKOFF);
+  private readonly crashedIds = new Set<string>();
+  /** Looking for work failed (the database away): growing waits. */
+  private readonly claimBackoff = new Backoff<string>(LOOP_BACKOFF);
 
   constructor(private readonly deps: BackfillRunnerDeps) {
     this.runnerId = deps.runnerId ?? `b-${randomUUID().slice(0, 8)}`;
@@ -93,19 +99,26 @@ export class BackfillRunner {
   private async run(): Promise<void> {
     const { logger } = this.deps;
     while (!this.stopping) {
+      let wait = this.deps.pollMs ?? 2_000;
+      let wakeable = true;
       try {
         while (this.jobs.size < (this.deps.maxConcurrent ?? 2) && !this.stopping) {
-          const b = await this.store.claimNext([...this.jobs.keys()]);
+          const b = await this.store.claimNext([...this.jobs.keys(), ...this.backingOff()]);
           if (!b) break;
           this.launch(b);
         }
+        this.claimBackoff.succeed('claim');
       } catch (err) {
-        logger.error({ err: (err as Error).message }, 'backfill runner: looking for work failed; retrying');
+        wait = this.claimBackoff.fail('claim');
+        wakeable = false;
+        this.deps.metrics?.loopFailures.inc({ loop: 'backfill' });
+        if (this.claimBackoff.failures('claim') % 5 === 1) logger.error({ err: (err as Error).message, retryInMs: wait }, 'backfill runner: looking for work failed; retrying after a growing wait');
       }
       if (this.stopping) break;
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.deps.pollMs ?? 2_000);
+        const t = setTimeout(resolve, wait);
         this.wakeLoop = () => {
+          if (!wakeable && !this.stopping) return;
           clearTimeout(t);
           resolve();
         };
@@ -113,10 +126,28 @@ export class BackfillRunner {
     }
   }
 
+  /** Imports whose last job crashed and whose wait is not over. */
+  private backingOff(): string[] {
+    const now = Date.now();
+    return [...this.crashedIds].filter((id) => this.jobBackoff.until(id) > now);
+  }
+
   private launch(b: Backfill): void {
     const controller = new AbortController();
     const done = this.runJob(b, controller)
-      .catch((err: unknown) => this.deps.logger.error({ backfillId: b.id, err: (err as Error).message }, 'backfill job crashed'))
+      .then(
+        () => {
+          this.jobBackoff.succeed(b.id);
+          this.crashedIds.delete(b.id);
+        },
+        (err: unknown) => {
+          // claimed again here only after a growing wait; its lease lets no other process take it meanwhile
+          const delay = this.jobBackoff.fail(b.id);
+          this.crashedIds.add(b.id);
+          this.deps.metrics?.loopFailures.inc({ loop: 'backfill' });
+          this.deps.logger.error({ backfillId: b.id, err: (err as Error).message, retryInMs: delay }, 'backfill job crashed; resumed after a wait');
+        },
+      )
       .finally(() => {
         this.jobs.delete(b.id);
         if (!this.stopping) this.wakeLoop?.();

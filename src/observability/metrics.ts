@@ -85,6 +85,24 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly loopFailures = new Counter({
+    name: 'connector_background_failures_total',
+    help: 'Failures of background loops (lane, worker_pass, stage2, pixel_sweep, backfill, key_check, key_rotation), each followed by a growing wait',
+    labelNames: ['loop'] as const,
+    registers: [this.registry],
+  });
+  readonly keyUnreadable = new Counter({
+    name: 'connector_key_unreadable_total',
+    help: 'Lanes that found a shop’s stored API key unreadable with every configured key and held its deliveries (key_unreadable)',
+    registers: [this.registry],
+  });
+  readonly storedSecrets = new Gauge({
+    name: 'connector_stored_secrets',
+    help: 'Stored API keys and Shopify tokens by the key they are encrypted with (current, previous, unreadable), as the last key scan found them',
+    labelNames: ['key'] as const,
+    registers: [this.registry],
+  });
+
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     // the event-loop delay is sampled every 20 ms, not prom-client's 10: the sampling timer wakes
     // an idle process (measured: an idle web process used 0.0045 of a core more at 10 ms than at 100)

@@ -15,7 +15,7 @@ import { sendCapReason } from './retry-policy';
 import { Sql } from './sql';
 
 export type MessageStatus = 'queued' | 'delivering' | 'delivered' | 'delivered_unconfirmed' | 'held' | 'dead' | 'cancelled' | 'skipped';
-export type HeldReason = 'invalid_key' | 'disconnected' | 'uninstalled';
+export type HeldReason = 'invalid_key' | 'disconnected' | 'uninstalled' | 'key_unreadable';
 
 /** Default cap on sends per message that may have reached the service (MAX_SENDS_PER_MESSAGE). */
 export const DEFAULT_MAX_SENDS = 8;

@@ -6,6 +6,7 @@
 // safety poll, and every reconnect wakes everyone once.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { Backoff, LOOP_BACKOFF } from '../lib/backoff';
 import type { Logger } from '../observability/logger';
 
 export type Channel = 'due' | 'receipts';
@@ -24,7 +25,7 @@ export interface WakeupsOptions {
   logger: Logger;
   /** PostgreSQL: publish through this pool and listen on a connection of its own. */
   pg?: { pool: pg.Pool; connectionString: string };
-  /** How soon a dropped listener connects again. */
+  /** How soon a dropped listener first connects again; failures in a row wait longer (up to 30 s). */
   reconnectMs?: number;
   /**
    * Least time between two NOTIFYs of this process (default 5 ms). A publish after a quiet spell
@@ -50,6 +51,10 @@ export function createWakeups(opts: WakeupsOptions): Wakeups {
   let scheduled = false;
   /** This process, as the payload of its NOTIFYs. */
   const self = randomUUID();
+  const backoff = new Backoff<string>({ ...LOOP_BACKOFF, baseMs: opts.reconnectMs ?? LOOP_BACKOFF.baseMs });
+  const retryLater = () => {
+    retry = setTimeout(() => void start(), backoff.fail('listen'));
+  };
 
   const flush = () => {
     scheduled = false;
@@ -78,7 +83,7 @@ export function createWakeups(opts: WakeupsOptions): Wakeups {
       listener = null;
       opts.logger.warn({ why }, 'wake-up listener lost its connection; reconnecting');
       client.end().catch(() => undefined);
-      retry = setTimeout(() => void start(), opts.reconnectMs ?? 1000);
+      retryLater();
     };
     client.on('error', (err) => reconnect(err.message));
     client.on('end', () => reconnect('connection ended'));
@@ -91,12 +96,14 @@ export function createWakeups(opts: WakeupsOptions): Wakeups {
     if (closed) return;
     try {
       await connect();
+      backoff.succeed('listen');
       // anything published while we were not listening
       fire('receipts');
       fire('due');
     } catch (err) {
-      opts.logger.warn({ err: (err as Error).message }, 'wake-up listener could not connect; retrying');
-      retry = setTimeout(() => void start(), opts.reconnectMs ?? 1000);
+      // logged when an outage starts and then at growing intervals, as the retries grow
+      if (backoff.failures('listen') % 5 === 0) opts.logger.warn({ err: (err as Error).message, failures: backoff.failures('listen') + 1 }, 'wake-up listener could not connect; retrying after a growing wait');
+      retryLater();
     }
   }
 

@@ -5,10 +5,13 @@
 // future due time, a wake-up (in-process or NOTIFY), or the slow safety poll: a shop whose
 // messages all lie in the future costs nothing.
 import { randomUUID } from 'node:crypto';
+import { DecryptError } from '../crypto/secret-box';
 import { rawOf, type Db } from '../db/client';
+import { Backoff, LOOP_BACKOFF, SHOP_BACKOFF } from '../lib/backoff';
 import { prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Logger } from '../observability/logger';
+import { LogOnce } from '../observability/log-once';
 import type { Metrics } from '../observability/metrics';
 import type { SendEventBody, ServiceClient, ServiceResult } from '../service/types';
 import type { LeaseRead, ShopQueue } from './due';
@@ -56,6 +59,8 @@ export interface WorkerDeps {
   maxInFlight?: number;
   /** Called once a contact delete's row was scrubbed of its address (sent, or dead). */
   onScrubbed?: () => void;
+  /** How often a fault that repeats for one shop is logged again. */
+  logEveryMs?: number;
 }
 
 interface ShopContext {
@@ -146,11 +151,20 @@ export class DeliveryWorker {
   private plannedWake = 0;
   /** Queries made by the discovery loop, for tests that check idle cost. */
   discoveries = 0;
+  /** A lane that fails keeps its shop away for a growing while; other shops are not touched. */
+  private readonly shopBackoff: Backoff<string>;
+  /** The discovery loop's own failures (the database away): growing waits, never a spin. */
+  private readonly loopBackoff: Backoff<string>;
+  private readonly logOnce: LogOnce;
 
   constructor(private readonly deps: WorkerDeps) {
     this.workerId = deps.workerId ?? `w-${randomUUID().slice(0, 8)}`;
     this.now = deps.now ?? (() => new Date());
     this.lastReconcile = Date.now();
+    const clock = () => this.now().getTime();
+    this.shopBackoff = new Backoff(SHOP_BACKOFF, clock, deps.random);
+    this.loopBackoff = new Backoff(LOOP_BACKOFF, clock, deps.random);
+    this.logOnce = new LogOnce(deps.logger, deps.logEveryMs ?? 5 * 60_000, clock);
     this.contextStatement = prepare<ContextRow>(rawOf(deps.db), 'worker_context', CONTEXT);
     this.deliveredStatement = prepare<never>(rawOf(deps.db), 'worker_delivered', DELIVERED, { lazyCommit: true });
   }
@@ -208,24 +222,35 @@ export class DeliveryWorker {
           const next = await queue.nextWake(now);
           wakeAt = next ? next.getTime() : null;
         }
+        this.loopBackoff.succeed('pass');
       } catch (err) {
-        logger.error({ err: (err as Error).message }, 'worker pass failed; retrying');
-        wakeAt = this.now().getTime() + 1000;
+        const delay = this.loopBackoff.fail('pass');
+        this.deps.metrics.loopFailures.inc({ loop: 'worker_pass' });
+        this.logOnce.log('error', 'worker-pass', { err: (err as Error).message, retryInMs: delay }, 'worker pass failed; retrying after a growing wait');
+        // the whole wait: neither a wake-up nor the sweep interval brings a failing pass back sooner
+        await this.sleep(delay, false);
+        continue;
       }
       if (this.stopping || this.woken) continue;
       const safety = this.deps.safetyPollMs ?? 30_000;
       const sweep = this.deps.sweepEveryMs ?? 5_000;
       const wait = Math.min(safety, sweep, wakeAt === null || Number.isNaN(wakeAt) ? Infinity : wakeAt - this.now().getTime());
       this.plannedWake = this.now().getTime() + Math.max(0, wait);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.max(0, wait));
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = undefined;
+      await this.sleep(wait, true);
     }
+  }
+
+  /** Sleeps `ms`; a wake-up ends it early when `wakeable`, and stop() always does. */
+  private async sleep(ms: number, wakeable: boolean): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.max(0, ms));
+      this.wake = () => {
+        if (!wakeable && !this.stopping) return;
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wake = undefined;
   }
 
   /** Expired locks of stopped processes go back to the queue; now and then, the safety reconcile. */
@@ -250,10 +275,23 @@ export class DeliveryWorker {
   /** Starts a lane for a leased shop; `context` is its row as the lease read it, if it did. */
   private startLane(shopId: string, context?: ContextRow): void {
     if (this.lanes.has(shopId)) return;
-    const lane = this.runLane(shopId, context).catch((err: unknown) => {
-      this.deps.logger.error({ shopId, err: (err as Error).message }, 'delivery lane failed; the shop is served again on a later pass');
-      return {} as LaneEnd;
-    });
+    const lane = this.runLane(shopId, context).then(
+      (end) => {
+        if (this.shopBackoff.failures(shopId) > 0) {
+          this.shopBackoff.succeed(shopId);
+          this.logOnce.clear(`lane:${shopId}`);
+        }
+        return end;
+      },
+      (err: unknown) => {
+        // the shop comes round again after a growing, jittered wait, in every process (its due
+        // time moves): a lane that fails at once can never be leased again at once
+        const delay = this.shopBackoff.fail(shopId);
+        this.deps.metrics.loopFailures.inc({ loop: 'lane' });
+        this.logOnce.log('error', `lane:${shopId}`, { shopId, err: (err as Error).message, retryInMs: delay }, 'delivery lane failed; the shop is served again after a wait');
+        return { notBefore: new Date(this.now().getTime() + delay) } as LaneEnd;
+      },
+    );
     this.lanes.set(shopId, lane.then(() => undefined));
     // Off the list of running lanes before the lease is given back: a pass that leases the shop
     // again once it is released must find no lane running and start one. (It used to find this
@@ -285,7 +323,17 @@ export class DeliveryWorker {
     if (row.status !== 'connected') return { hold: 'invalid_key' };
     let cached = this.keyCache.get(shopId);
     if (!cached || cached.enc !== row.apiKeyEnc) {
-      cached = { enc: row.apiKeyEnc, key: this.deps.secrets.decrypt(row.apiKeyEnc, shopId) };
+      try {
+        cached = { enc: row.apiKeyEnc, key: this.deps.secrets.decrypt(row.apiKeyEnc, shopId) };
+      } catch (err) {
+        if (!(err instanceof DecryptError)) throw err;
+        // a state of this shop, not a fault of the process: its deliveries wait for a key
+        // that reads (a restart with the old key among the previous ones, or a new key saved)
+        this.logOnce.log('error', `key:${shopId}`, { shopId, err: err.message }, 'the shop’s API key cannot be decrypted with any configured key; its deliveries are held (key_unreadable)');
+        this.deps.metrics.keyUnreadable.inc();
+        return { hold: 'key_unreadable' };
+      }
+      this.logOnce.clear(`key:${shopId}`);
       this.keyCache.set(shopId, cached);
     }
     const until = rawDate(row.pausedUntil);

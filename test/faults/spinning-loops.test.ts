@@ -1,0 +1,138 @@
+// No background loop can spin. Each loop gets a dependency that throws on every call; over a few
+// seconds it may call it only a handful of times (growing waits after each failure, through
+// timers, so the event loop turns), and /healthz keeps answering at once. A loop that retried at
+// once would call it thousands of times and starve the HTTP server.
+import { BackfillStore } from '../../src/backfill/store';
+import { ReceiptStore } from '../../src/intake/receipt-store';
+import { createLogger } from '../../src/observability/logger';
+import { Metrics } from '../../src/observability/metrics';
+import { ShopQueue } from '../../src/outbox/due';
+import { OutboxRepository } from '../../src/outbox/repository';
+import { createPixelSweeper } from '../../src/pixel/sweeper';
+import { PixelStore } from '../../src/pixel/store';
+import { sampleOrder } from '../../src/sandbox/samples';
+import type { Db } from '../../src/db/client';
+import { testProvider } from '../helpers/db';
+import { activatePixel, batch, ev, MUG, sendBatch } from '../helpers/pixel';
+import { startStack, type Stack } from '../helpers/stack';
+
+const WINDOW_MS = 3_500;
+const injected = () => Promise.reject(new Error('injected fault'));
+
+/** Calls /healthz every 100 ms for `ms`; returns the slowest answer (ms) and how many failed. */
+async function probeHealth(s: Stack, ms: number): Promise<{ slowestMs: number; failed: number; answered: number }> {
+  const end = Date.now() + ms;
+  let slowestMs = 0;
+  let failed = 0;
+  let answered = 0;
+  while (Date.now() < end) {
+    const started = performance.now();
+    const res = await fetch(`${s.app.url}/healthz`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
+    slowestMs = Math.max(slowestMs, performance.now() - started);
+    if (res?.status === 200) answered += 1;
+    else failed += 1;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { slowestMs, failed, answered };
+}
+
+describe(`background loops back off after a failure (${testProvider})`, () => {
+  let s: Stack;
+  let shopId: string;
+  beforeAll(async () => {
+    s = await startStack({ server: { backfillRunner: { pollMs: 100 } } });
+    ({ shopId } = await s.connectShop());
+  });
+  afterAll(() => s.close());
+  afterEach(() => jest.restoreAllMocks());
+
+  const expectCalm = (health: { slowestMs: number; failed: number; answered: number }) => {
+    expect(health.failed).toBe(0);
+    expect(health.answered).toBeGreaterThan(10);
+    expect(health.slowestMs).toBeLessThan(500);
+  };
+
+  it('a delivery lane that throws keeps its shop away for a growing while', async () => {
+    const claim = jest.spyOn(OutboxRepository.prototype, 'claim').mockImplementation(injected);
+    await s.webhook('orders/create', sampleOrder(1), { webhookId: 'lane-1' });
+    const health = await probeHealth(s, WINDOW_MS);
+    // waits of 1 s then 2 s (±20%): at most 3 tries in 3.5 s, where a spin made thousands
+    expect(claim.mock.calls.length).toBeGreaterThanOrEqual(2);
+    expect(claim.mock.calls.length).toBeLessThanOrEqual(4);
+    expectCalm(health);
+    claim.mockRestore();
+    // the shop is served again once the fault is gone (its wait is at most a few seconds here)
+    await s.until(() => s.emulator.events().some((e) => e.event_attribute.source_id === 'lane-1'), 15_000, 'the order after the fault');
+  });
+
+  it('the discovery pass that throws waits longer after each failure, whatever the wake-ups', async () => {
+    const lease = jest.spyOn(ShopQueue.prototype, 'lease').mockImplementation(injected);
+    const started = lease.mock.calls.length;
+    // wake-ups keep coming: they must not bring a failing pass back sooner
+    const nudges = setInterval(() => s.app.worker.nudge(), 10);
+    const health = await probeHealth(s, WINDOW_MS);
+    clearInterval(nudges);
+    expect(lease.mock.calls.length - started).toBeLessThanOrEqual(4);
+    expectCalm(health);
+  });
+
+  it('stage 2 that throws waits longer after each failure, whatever the receipts arriving', async () => {
+    const pending = jest.spyOn(ReceiptStore.prototype, 'pending').mockImplementation(injected);
+    const sending = (async () => {
+      for (let i = 0; i < 20; i++) {
+        await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'demo-store.myshopify.com', payload: sampleOrder(100 + i), webhookId: `stage2-${i}` });
+      }
+    })();
+    // waits of 1, 2 and 4 s (±20%): at most 4 tries in 7.5 s, where a fixed 1-s wait made 8
+    const health = await probeHealth(s, 7_500);
+    await sending;
+    expect(pending.mock.calls.length).toBeLessThanOrEqual(4);
+    expectCalm(health);
+    pending.mockRestore();
+    // nothing lost: once the fault is gone the stored receipts are processed
+    s.app.processor.nudge();
+    await s.settle(30_000);
+  });
+
+  it('the pixel stage that throws rejects each batch after a bounded number of tries', async () => {
+    const key = await activatePixel(s);
+    const shops = jest.spyOn(PixelStore.prototype, 'shops').mockImplementation(injected);
+    for (let i = 0; i < 5; i++) expect(await sendBatch(s, batch(key, `client-${i}`, [ev.view(MUG)]))).toBe(204);
+    const health = await probeHealth(s, 1_500);
+    await s.settle(15_000);
+    // a unit, then each receipt alone twice: 1 + 2 per batch at most, however the batches group
+    expect(shops.mock.calls.length).toBeLessThanOrEqual(1 + 2 * 5 + 2);
+    expect(await s.app.db.webhookReceipt.count({ where: { kind: 'pixel', outcome: 'rejected' } })).toBe(5);
+    expectCalm(health);
+  });
+
+  it('the import runner whose claim throws waits longer after each failure', async () => {
+    const claimNext = jest.spyOn(BackfillStore.prototype, 'claimNext').mockImplementation(injected);
+    const health = await probeHealth(s, WINDOW_MS);
+    // it polls every 100 ms here; failing, it waits 1 s, then 2 s
+    expect(claimNext.mock.calls.length).toBeLessThanOrEqual(4);
+    expectCalm(health);
+  });
+
+  it('the periodic key check isolates a failing shop: the others are still checked', async () => {
+    const other = await s.connectShop('second.myshopify.com');
+    await s.app.db.connection.updateMany({ data: { lastCheckedAt: null } });
+    // the first shop's row breaks the check (its envelope is garbage); the second is checked
+    await s.app.db.connection.update({ where: { shopId }, data: { apiKeyEnc: 'v1.garbage' } });
+    const result = await s.app.checkKeys();
+    expect(result).toMatchObject({ checked: 1 });
+    const checked = await s.app.db.connection.findUniqueOrThrow({ where: { shopId: other.shopId } });
+    expect(checked.lastCheckedAt).not.toBeNull();
+  });
+
+  it('the storefront sweeper that throws logs and waits for its next tick', async () => {
+    const calls: number[] = [];
+    const db = { pixelEvent: { findFirst: () => (calls.push(Date.now()), injected()) }, pixelVisitor: { findFirst: injected } } as unknown as Db;
+    const sweeper = createPixelSweeper({ db, logger: createLogger('silent'), metrics: new Metrics(), now: () => new Date(), everyMs: 200 });
+    sweeper.start();
+    await new Promise((r) => setTimeout(r, 1_100));
+    sweeper.stop();
+    expect(calls.length).toBeGreaterThanOrEqual(3);
+    expect(calls.length).toBeLessThanOrEqual(6);
+  });
+});
