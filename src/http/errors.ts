@@ -17,6 +17,7 @@ export const USE_CASE_ERROR_HTTP: Readonly<Record<UseCaseErrorCode, { status: nu
   invalid_key: { status: 422 },
   // the contract's code for it is invalid_key too; 409, as the connection's state is the conflict
   saved_key_invalid: { status: 409, code: 'invalid_key' },
+  key_unreadable: { status: 409 },
   not_retryable: { status: 409 },
   service_unavailable: { status: 502 },
   shopify_unavailable: { status: 502 },

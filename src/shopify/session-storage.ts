@@ -3,6 +3,7 @@
 import { Session } from '@shopify/shopify-api';
 import { MissingSessionTableError, PrismaSessionStorage } from '@shopify/shopify-app-session-storage-prisma';
 import type { Db } from '../db/client';
+import { LogOnce } from '../observability/log-once';
 import type { Logger } from '../observability/logger';
 
 /** What the app needs of a session storage (the library's SessionStorage interface). */
@@ -39,6 +40,8 @@ export async function deleteShopSessions(db: Db, shop: string): Promise<number> 
 
 class AppSessionStore implements SessionStore {
   private readonly inner: PrismaSessionStorage<Db>;
+  /** An unreadable session is read on every Shopify call of its shop: logged once per interval. */
+  private readonly logOnce?: LogOnce;
 
   constructor(
     db: Db,
@@ -48,6 +51,7 @@ class AppSessionStore implements SessionStore {
     // promise that rejects (unhandled) when the table is missing. Migrations run before the app
     // starts, so check once, quietly, and re-check on demand instead (see `run`).
     this.inner = new PrismaSessionStorage(db, { connectionRetries: 1, connectionRetryIntervalMs: 0 });
+    if (options.logger) this.logOnce = new LogOnce(options.logger);
     (this.inner as unknown as { ready: Promise<boolean> }).ready.catch(() => undefined);
   }
 
@@ -109,7 +113,7 @@ class AppSessionStore implements SessionStore {
         refreshToken: o.refreshToken ? decrypt(o.refreshToken, session.id) : o.refreshToken,
       });
     } catch (err) {
-      this.options.logger?.warn({ sessionId: session.id, err: (err as Error)?.name }, 'stored Shopify session could not be decrypted; it will be renewed');
+      this.logOnce?.log('warn', session.id, { sessionId: session.id, err: (err as Error)?.name }, 'stored Shopify session could not be decrypted; it will be renewed');
       return undefined;
     }
   }

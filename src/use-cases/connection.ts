@@ -2,10 +2,11 @@
 // store the key encrypted. Plus the periodic key check, disconnect, and the account's lists
 // and custom fields. The key never leaves this module except, encrypted, to the database.
 import type { Connection } from '@prisma/client';
-import type { SecretBox } from '../crypto/secret-box';
-import { keyHint } from '../crypto/secret-box';
+import { DecryptError, keyHint, type SecretBox } from '../crypto/secret-box';
 import type { Db } from '../db/client';
+import { LogOnce } from '../observability/log-once';
 import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
 import type { Pacer } from '../outbox/pacer';
 import type { OutboxRepository } from '../outbox/repository';
 import type { ServiceClient, ServiceFailure, ServiceResult } from '../service/types';
@@ -19,6 +20,7 @@ export interface ConnectionDeps {
   /** Every call to the service counts against the workspace's limit, so it takes a slot. */
   pacer: Pacer;
   logger: Logger;
+  metrics?: Metrics;
   /** The shop's id and name from Shopify, for shops whose install did not record them. */
   shopIdentity: (domain: string) => Promise<{ shopId: string; shopName: string } | null>;
   now?: () => Date;
@@ -31,8 +33,15 @@ export interface ConnectionDeps {
   keyCheckEveryMs?: number;
 }
 
+/**
+ * key_unreadable: the saved key cannot be decrypted with any configured encryption key (the
+ * server's ENCRYPTION_KEY changed without the old one in ENCRYPTION_KEYS_PREVIOUS). Deliveries
+ * are held, not lost, until the key reads again or a new key is saved.
+ */
+export type ConnectionStatus = 'connected' | 'invalid_key' | 'key_unreadable' | 'disconnected';
+
 export interface ConnectionView {
-  status: 'connected' | 'invalid_key' | 'disconnected';
+  status: ConnectionStatus;
   workspace_id: string | null;
   workspace_name: string | null;
   key_hint: string | null;
@@ -42,12 +51,13 @@ export interface ConnectionView {
   last_error_at: string | null;
 }
 
-export function viewOf(c: Connection | null): ConnectionView {
+/** The connection as the page sees it; `readable` is whether the saved key decrypts. */
+export function viewOf(c: Connection | null, readable = true): ConnectionView {
   if (!c) {
     return { status: 'disconnected', workspace_id: null, workspace_name: null, key_hint: null, connected_at: null, last_delivered_at: null, last_error: null, last_error_at: null };
   }
   return {
-    status: c.status === 'connected' ? 'connected' : 'invalid_key',
+    status: !readable ? 'key_unreadable' : c.status === 'connected' ? 'connected' : 'invalid_key',
     workspace_id: c.workspaceId,
     workspace_name: c.workspaceName,
     key_hint: c.keyHint,
@@ -60,15 +70,31 @@ export function viewOf(c: Connection | null): ConnectionView {
 
 const unavailable = (f: ServiceFailure) => new UseCaseError('service_unavailable', `The email service could not be reached or failed (${f.message}). Nothing was changed; please try again.`);
 
+const unreadable = () =>
+  new UseCaseError('key_unreadable', 'The saved API key cannot be read on this server (its encryption key changed). Paste your API key again to resume; deliveries are held, not lost.');
+
 export function createConnectionUseCases(deps: ConnectionDeps) {
   const { db, client, secrets, repo, pacer, logger } = deps;
   const now = deps.now ?? (() => new Date());
+  const logOnce = new LogOnce(logger);
+
+  /** The saved key, or null when no configured encryption key decrypts it. */
+  function keyOf(c: Connection): string | null {
+    try {
+      return secrets.decrypt(c.apiKeyEnc, c.shopId);
+    } catch (err) {
+      if (err instanceof DecryptError) return null;
+      throw err;
+    }
+  }
 
   async function connected(shopId: string): Promise<{ connection: Connection; apiKey: string }> {
     const connection = await db.connection.findUnique({ where: { shopId } });
     if (!connection) throw new UseCaseError('not_connected', 'Connect an API key first.');
+    const apiKey = keyOf(connection);
+    if (apiKey === null) throw unreadable();
     if (connection.status !== 'connected') throw new UseCaseError('saved_key_invalid', 'The saved API key was refused by the service; enter a valid key.');
-    return { connection, apiKey: secrets.decrypt(connection.apiKeyEnc, shopId) };
+    return { connection, apiKey };
   }
 
   async function markInvalid(shopId: string, reason: string): Promise<void> {
@@ -96,7 +122,8 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
 
   return {
     async get(shopId: string): Promise<ConnectionView> {
-      return viewOf(await db.connection.findUnique({ where: { shopId } }));
+      const c = await db.connection.findUnique({ where: { shopId } });
+      return viewOf(c, c === null || keyOf(c) !== null);
     },
 
     async connect(shop: { id: string; domain: string }, apiKey: string): Promise<ConnectionView> {
@@ -124,7 +151,7 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
         lastErrorAt: null,
       };
       const saved = await db.connection.upsert({ where: { shopId: shop.id }, create: { shopId: shop.id, connectedAt: at, ...data }, update: data });
-      const resumed = await repo.resumeShop(shop.id, ['invalid_key', 'disconnected'], at);
+      const resumed = await repo.resumeShop(shop.id, ['invalid_key', 'disconnected', 'key_unreadable'], at);
       logger.info({ shop: shop.domain, workspaceId: saved.workspaceId, resumed }, 'shop connected to its workspace');
       if (resumed) deps.onResumed?.(shop.id);
       deps.onConnected?.(shop);
@@ -147,27 +174,43 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
      * Re-checks keys not checked within the interval (endpoint 2). A 401 flips the connection
      * to invalid_key and holds its deliveries; anything else leaves it as it is.
      */
-    async checkKeys(limit = 50): Promise<{ checked: number; invalid: number }> {
+    async checkKeys(limit = 50): Promise<{ checked: number; invalid: number; failed: number }> {
       const cutoff = new Date(now().getTime() - (deps.keyCheckEveryMs ?? 3_600_000));
       const due = await db.connection.findMany({
         where: { status: 'connected', OR: [{ lastCheckedAt: null }, { lastCheckedAt: { lt: cutoff } }] },
+        orderBy: { lastCheckedAt: { sort: 'asc', nulls: 'first' } },
         take: limit,
       });
       let invalid = 0;
       let checked = 0;
+      let failed = 0;
+      // each shop on its own: one shop's unreadable key or failing check never stops the others
       for (const c of due) {
-        // a workspace busy at its limit (or paused) is checked on a later round
-        if ((await pacer.take(c.workspaceId, 2_000)) !== 'ok') continue;
-        checked += 1;
-        const r = await client.checkKey(secrets.decrypt(c.apiKeyEnc, c.shopId));
-        if (r.kind === 'auth') {
-          invalid += 1;
-          await markInvalid(c.shopId, 'The service refused the API key during a periodic check.');
-          logger.warn({ shopId: c.shopId }, 'periodic key check: key refused, deliveries held');
+        try {
+          const apiKey = keyOf(c);
+          if (apiKey === null) {
+            // nothing to ask the service; checked again after the interval, behind the others
+            logOnce.log('warn', `key-check:${c.shopId}`, { shopId: c.shopId }, 'periodic key check: the saved key cannot be decrypted with any configured key (key_unreadable)');
+            await db.connection.updateMany({ where: { shopId: c.shopId }, data: { lastCheckedAt: now() } });
+            continue;
+          }
+          // a workspace busy at its limit (or paused) is checked on a later round
+          if ((await pacer.take(c.workspaceId, 2_000)) !== 'ok') continue;
+          checked += 1;
+          const r = await client.checkKey(apiKey);
+          if (r.kind === 'auth') {
+            invalid += 1;
+            await markInvalid(c.shopId, 'The service refused the API key during a periodic check.');
+            logger.warn({ shopId: c.shopId }, 'periodic key check: key refused, deliveries held');
+          }
+          if (r.kind === 'ok' || r.kind === 'auth') await db.connection.updateMany({ where: { shopId: c.shopId }, data: { lastCheckedAt: now() } });
+        } catch (err) {
+          failed += 1;
+          deps.metrics?.loopFailures.inc({ loop: 'key_check' });
+          logOnce.log('warn', `key-check-failed:${c.shopId}`, { shopId: c.shopId, err: (err as Error).message }, 'periodic key check failed for a shop; the others go on');
         }
-        if (r.kind === 'ok' || r.kind === 'auth') await db.connection.updateMany({ where: { shopId: c.shopId }, data: { lastCheckedAt: now() } });
       }
-      return { checked, invalid };
+      return { checked, invalid, failed };
     },
   };
 }

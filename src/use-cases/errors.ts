@@ -10,6 +10,8 @@ export const USE_CASE_ERROR_CODES = [
   'invalid_key',
   /** The saved connection is already marked invalid_key: nothing was asked of the service. */
   'saved_key_invalid',
+  /** The saved key cannot be decrypted with any configured encryption key: nothing was asked of the service. */
+  'key_unreadable',
   /** Only dead, held or unconfirmed deliveries can be retried. */
   'not_retryable',
   /** The email service could not be reached or failed; nothing was changed. */

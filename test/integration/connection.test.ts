@@ -86,9 +86,9 @@ describe(`connecting a shop to its workspace (${testProvider})`, () => {
     await s.app.db.connection.updateMany({ data: { lastCheckedAt: new Date(Date.now() - 2 * 3_600_000) } });
     // a key checked less than an hour ago is not checked again
     await s.app.db.connection.updateMany({ data: { lastCheckedAt: new Date() } });
-    expect(await s.app.checkKeys()).toEqual({ checked: 0, invalid: 0 });
+    expect(await s.app.checkKeys()).toEqual({ checked: 0, invalid: 0, failed: 0 });
     await s.app.db.connection.updateMany({ data: { lastCheckedAt: new Date(Date.now() - 2 * 3_600_000) } });
-    expect(await s.app.checkKeys()).toEqual({ checked: 1, invalid: 1 });
+    expect(await s.app.checkKeys()).toEqual({ checked: 1, invalid: 1, failed: 0 });
     expect((await s.api('GET', '/api/connection')).body.status).toBe('invalid_key');
     await s.webhook('orders/create', s.raw('orders-create'), { webhookId: 'wh-while-invalid' });
     const held = await s.app.db.outboxMessage.findFirstOrThrow({ where: { sourceId: 'wh-while-invalid' } });

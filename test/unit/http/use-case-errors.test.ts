@@ -15,6 +15,7 @@ const EXPECTED: Record<UseCaseErrorCode, { status: number; code: string }> = {
   not_connected: { status: 409, code: 'not_connected' },
   invalid_key: { status: 422, code: 'invalid_key' },
   saved_key_invalid: { status: 409, code: 'invalid_key' },
+  key_unreadable: { status: 409, code: 'key_unreadable' },
   not_retryable: { status: 409, code: 'not_retryable' },
   service_unavailable: { status: 502, code: 'service_unavailable' },
   shopify_unavailable: { status: 502, code: 'shopify_unavailable' },

@@ -75,11 +75,11 @@ export function formatMs(ms) {
 
 const TONES = {
   connected: 'success', delivered: 'success',
-  invalid_key: 'critical', dead: 'critical',
+  invalid_key: 'critical', key_unreadable: 'critical', dead: 'critical',
   held: 'warning', queued: 'info', delivering: 'info',
   disconnected: 'neutral', cancelled: 'neutral',
 };
-const LABELS = { invalid_key: 'Invalid key', disconnected: 'Not connected' };
+const LABELS = { invalid_key: 'Invalid key', key_unreadable: 'Key unreadable', disconnected: 'Not connected' };
 
 export function badge(status, label = LABELS[status] ?? humanize(status)) {
   return h('span', { class: `badge badge--${TONES[status] ?? 'neutral'}`, dataset: { status } }, label);

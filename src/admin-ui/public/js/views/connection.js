@@ -58,7 +58,11 @@ export function mountConnection(card, ctx) {
     render(details,
       v.status === 'invalid_key'
         ? h('div', { class: 'banner banner--critical' }, 'The service refused the saved key. Deliveries are held, not lost: enter a valid key to resume them.')
-        : null,
+        : v.status === 'key_unreadable'
+          ? h('div', { class: 'banner banner--critical', id: 'key-unreadable' },
+            'The app cannot read your saved API key: its server’s encryption key changed. Deliveries are held, not lost. ',
+            'Paste your API key again below to resume them at once. (Operators: restart with the old key in ENCRYPTION_KEYS_PREVIOUS.)')
+          : null,
       h('dl', { class: 'details' },
         row('Workspace', h('strong', { id: 'workspace-name' }, v.workspace_name ?? v.workspace_id ?? '—')),
         row('API key', h('code', { id: 'key-hint' }, v.key_hint ?? '—')),

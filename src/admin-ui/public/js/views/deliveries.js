@@ -5,7 +5,11 @@ import { announce, badge, busy, h, humanize, render, timeAgo } from '../dom.js';
 
 const PAGE_SIZE = 10;
 const RETRYABLE = new Set(['dead', 'held', 'delivered_unconfirmed']);
-const HELD_REASONS = { invalid_key: 'the API key is invalid', disconnected: 'the account is disconnected' };
+const HELD_REASONS = {
+  invalid_key: 'the API key is invalid',
+  disconnected: 'the account is disconnected',
+  key_unreadable: 'the saved API key cannot be read on the server',
+};
 
 export function mountDeliveries(container, ctx) {
   const { api, bus, catalog } = ctx;

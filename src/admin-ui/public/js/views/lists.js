@@ -18,7 +18,7 @@ export function mountLists(card, ctx) {
           return h('tr', {}, h('td', {}, l.name ?? l.id ?? 'Unnamed list'), h('td', { class: 'num' }, count === null ? '—' : count.toLocaleString()));
         }))));
     } catch (err) {
-      if (err.code === 'not_connected' || err.code === 'invalid_key') {
+      if (err.code === 'not_connected' || err.code === 'invalid_key' || err.code === 'key_unreadable') {
         return render(body, h('p', { class: 'empty' }, 'Connect a valid API key to see your mailing lists.'));
       }
       render(body, h('p', { class: 'text-critical' }, `Could not load mailing lists: ${err.message} `),

@@ -9,7 +9,7 @@ const LABELS = {
   country_code: 'Country',
 };
 
-const NOT_CONNECTED = new Set(['not_connected', 'invalid_key']);
+const NOT_CONNECTED = new Set(['not_connected', 'invalid_key', 'key_unreadable']);
 
 export function mountProperties(card, ctx) {
   const { api, catalog, bus } = ctx;
