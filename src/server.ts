@@ -2,6 +2,7 @@
 // process's role runs: web (stage 1 intake, admin API, page), worker (stage 2 processing,
 // delivery, imports, key checks) or all. main.ts and dev.ts call this; so do process tests.
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Server } from 'node:http';
 import type { Router } from 'express';
 import { createBackfill, type BackfillModule, type BackfillRunnerDeps } from './backfill';
@@ -42,6 +43,8 @@ import { createConnectionUseCases } from './use-cases/connection';
 import { createPermissions } from './use-cases/permissions';
 import type { EnrichItems } from './use-cases/forward-receipts';
 import { createSettingsUseCases } from './use-cases/settings';
+import { createStoredKeys, type KeyScan } from './use-cases/stored-keys';
+import { Backoff, LOOP_BACKOFF } from './lib/backoff';
 
 export interface RunningServer {
   url: string;
@@ -58,7 +61,9 @@ export interface RunningServer {
   notifyQueued(shopId: string, runAt?: Date): void;
   backfill: BackfillModule;
   /** The periodic key check, run on demand (the app runs it every minute). */
-  checkKeys(): Promise<{ checked: number; invalid: number }>;
+  checkKeys(): Promise<{ checked: number; invalid: number; failed: number }>;
+  /** The start-up read of every stored secret, run on demand. */
+  scanKeys(): Promise<KeyScan>;
   /** The storefront's expiry sweep, run on demand (the worker runs it every 5 minutes). */
   sweepPixels(): Promise<{ events: number; visitors: number }>;
   /** Graceful: stop accepting, finish in-flight requests and deliveries, close the database. */
@@ -122,7 +127,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // writers outside stage 2 (imports, admin actions, reinstalls) index their queued work as due
   const notifyQueued = (shopId: string, runAt?: Date) => pipeline.notifyQueued(shopId, runAt);
   const backfill = createBackfill({
-    db, provider: config.dbProvider, logger, shopify, tokens, now,
+    db, provider: config.dbProvider, logger, metrics, shopify, tokens, now,
     production: config.production, adminOrigin: config.shopify.adminOrigin,
     onEnqueued: notifyQueued, enrich, runner: opts.backfillRunner,
   });
@@ -162,7 +167,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   metrics.onScrapeLag(() => pipeline.receipts.lag(now()));
 
   const connection = createConnectionUseCases({
-    db, client, secrets, repo, pacer, logger, now, onResumed: notifyQueued,
+    db, client, secrets, repo, pacer, logger, metrics, now, onResumed: notifyQueued,
     shopIdentity: async (domain) => {
       const session = await tokens.getOfflineSession(domain);
       return session ? ensureShopIdentity({ shopify, db, logger }, session) : null;
@@ -219,6 +224,25 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   }
   logger.info({ port, database: config.dbProvider, sandbox: config.sandbox, role: config.role }, 'connector listening');
 
+  // every stored secret read once against the configured keys, in the background: unreadable
+  // ones named in one line, held deliveries of keys that read again resumed, a rotation finished
+  const storedKeys = createStoredKeys({ db, secrets, repo, logger, metrics, now, onResumed: notifyQueued });
+  const stopScan = new AbortController();
+  const keyScan = (async () => {
+    const backoff = new Backoff<string>(LOOP_BACKOFF);
+    while (!stopScan.signal.aborted) {
+      try {
+        await storedKeys.scan();
+        return;
+      } catch (err) {
+        const wait = backoff.fail('scan');
+        metrics.loopFailures.inc({ loop: 'key_rotation' });
+        logger.warn({ err: (err as Error).message, retryInMs: wait }, 'reading the stored secrets failed; trying again after a wait');
+        await sleep(wait, undefined, { signal: stopScan.signal }).catch(() => undefined);
+      }
+    }
+  })();
+
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
@@ -229,7 +253,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         server.closeIdleConnections();
       });
       storefront.sweeper.stop();
-      await Promise.all([httpClosed, pipeline.stop(), backfill.runner.stop()]);
+      stopScan.abort();
+      await Promise.all([httpClosed, pipeline.stop(), backfill.runner.stop(), keyScan]);
       await client.close();
       await db.$disconnect();
       logger.info('connector stopped');
@@ -240,6 +265,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     worker: pipeline.worker, processor: pipeline.processor, intake: pipeline.intake, receipts: pipeline.receipts,
     notifyQueued: pipeline.notifyQueued,
     checkKeys: () => connection.checkKeys(),
+    scanKeys: () => storedKeys.scan(),
     sweepPixels: () => storefront.sweeper.sweep(),
   };
 }

@@ -31,6 +31,8 @@ export interface Stack {
   raw(name: string): string;
   /** Waits until `check` returns a truthy value, polling. */
   until<T>(check: () => T | Promise<T>, timeoutMs?: number, what?: string): Promise<NonNullable<T>>;
+  /** Stops the app and starts it again on the same database, with `env` over the first start's. */
+  restart(env?: Record<string, string>, server?: StartOptions): Promise<RunningServer>;
   close(): Promise<void>;
 }
 
@@ -41,15 +43,17 @@ export async function startStack(opts: { emulator?: ServiceEmulatorOptions; serv
   const database = await createTestDatabase();
   const emulator = await startServiceEmulator({ host: '127.0.0.1', ...opts.emulator });
   const shop = await startFakeShop({ apiKey: API_KEY, apiSecret: API_SECRET, host: '127.0.0.1', shops: [{ domain: DEFAULT_SHOP, id: '548380009', name: 'Demo Store' }] });
-  const config = testConfig(database.url, {
+  const env = {
     SHOPIFY_API_KEY: API_KEY,
     SHOPIFY_API_SECRET: API_SECRET,
     SERVICE_BASE_URL: emulator.url,
     SHOPIFY_ADMIN_ORIGIN: shop.url,
     SERVICE_TIMEOUT_MS: '2000',
     ...opts.env,
-  });
-  const app = await startServer(config, { logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), host: '127.0.0.1', worker: { safetyPollMs: 250 }, ...opts.server });
+  };
+  const start = (more: Record<string, string> = {}, server?: StartOptions) =>
+    startServer(testConfig(database.url, { ...env, ...more }), { logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), host: '127.0.0.1', worker: { safetyPollMs: 250 }, ...opts.server, ...server });
+  let app = await start();
 
   const stack: Stack = {
     app, emulator, shop, database,
@@ -100,6 +104,12 @@ export async function startStack(opts: { emulator?: ServiceEmulatorOptions; serv
         if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
         await new Promise((r) => setTimeout(r, 25));
       }
+    },
+    async restart(more, server) {
+      await app.close();
+      app = await start(more, server);
+      stack.app = app;
+      return app;
     },
     async close() {
       await app.close();
