@@ -6,14 +6,17 @@ import type { Prisma } from '@prisma/client';
 
 type Tx = Prisma.TransactionClient;
 
-/** Erases the visitors tied to `email` and their waiting events; returns how many visitors. */
-export async function erasePixelData(tx: Tx, shopId: string, email: string): Promise<number> {
+/** The client ids (devices) tied to `email`, matched exactly: every stored email is normalised (pixel/wire.ts). */
+export async function visitorsOf(tx: Tx, shopId: string, email: string): Promise<string[]> {
   const visitors = await tx.pixelVisitor.findMany({ where: { shopId, email }, select: { clientId: true } });
-  if (visitors.length === 0) return 0;
-  const clientIds = visitors.map((v) => v.clientId);
+  return visitors.map((v) => v.clientId);
+}
+
+/** Erases the visitors of these client ids (visitorsOf) and their waiting events; returns how many visitors. */
+export async function erasePixelData(tx: Tx, shopId: string, clientIds: string[]): Promise<number> {
+  if (clientIds.length === 0) return 0;
   await tx.pixelEvent.deleteMany({ where: { shopId, clientId: { in: clientIds } } });
-  await tx.pixelVisitor.deleteMany({ where: { shopId, clientId: { in: clientIds } } });
-  return visitors.length;
+  return (await tx.pixelVisitor.deleteMany({ where: { shopId, clientId: { in: clientIds } } })).count;
 }
 
 /** What the storefront pixel keeps about `email`, for the export. */

@@ -6,12 +6,13 @@ import type { Prisma } from '@prisma/client';
 import type { Db, DbProvider } from '../db/client';
 import type { Erasure } from '../db/erasure';
 import type { ReceiptOutcome, ReceiptStore } from '../intake/receipt-store';
-import { describeValue, isEmailAddress, normalizeEmail } from '../mapping/email';
-import { arr, id, obj, str } from '../mapping/read';
+import { describeValue, isEmailAddress } from '../mapping/email';
+import { id, obj } from '../mapping/read';
 import type { Logger } from '../observability/logger';
 import { lowerDue, type DueEntry } from '../outbox/due';
-import { erasePixelData, exportPixelData } from '../pixel/gdpr';
+import { erasePixelData, exportPixelData, visitorsOf } from '../pixel/gdpr';
 import type { ParsedReceipt } from './forward-receipts';
+import { customerRef, payloadConcerns, readJson, receiptConcerns, textNamesEmail, type CustomerRef } from './gdpr-match';
 
 type Tx = Prisma.TransactionClient;
 
@@ -33,26 +34,21 @@ export interface GdprResult {
   due: DueEntry[];
 }
 
-interface CustomerRef {
-  id: string | null;
-  email: string | null;
-  orderIds: string[];
-}
+/**
+ * Receipts a redaction never erases unprocessed: the shop's lifecycle, and other erasures (which
+ * must still run). Their payloads may hold the customer's email (the shop owner's own address).
+ */
+const NEVER_ERASED_TOPICS = new Set(['app/uninstalled', 'shop/redact', 'customers/redact']);
 
-/** The customer named by a compliance payload, read as tolerantly as any payload (read.ts). */
-function customerRef(payload: unknown, ordersKey: 'orders_to_redact' | 'orders_requested'): CustomerRef {
-  const p = obj(payload);
-  const c = obj(p?.customer);
-  const orders = arr(p?.[ordersKey]).map(id).filter((o): o is string => o !== null);
-  const email = str(c?.email);
-  return { id: id(c?.id), email: email === null ? null : normalizeEmail(email), orderIds: orders };
-}
-
-/** Every outbox row that holds something of this customer. */
+/**
+ * Every outbox row that holds something of this customer, by exact column values: each message
+ * stores the address it is sent to (trimmed, lower-cased) in `email`, and its body holds no other
+ * (mapping/build.ts, pixel/stage.ts, the contact delete below).
+ */
 function customerMessages(shopId: string, ref: CustomerRef): Prisma.OutboxMessageWhereInput {
   const or: Prisma.OutboxMessageWhereInput[] = [];
   if (ref.id) or.push({ customerId: ref.id });
-  if (ref.email) or.push({ email: { equals: ref.email } }, { body: { contains: ref.email } });
+  if (ref.email) or.push({ email: ref.email });
   if (ref.orderIds.length) or.push({ orderId: { in: ref.orderIds } });
   return or.length ? { shopId, OR: or } : { id: -1 };
 }
@@ -112,17 +108,28 @@ export function createGdpr(deps: GdprDeps) {
     return { outcome: { ...accepted(r), outcome: 'erased' }, due: [] };
   }
 
-  /** Pending receipts of the shop that mention the customer are erased unprocessed. */
-  async function erasePendingReceipts(tx: Tx, shopDomain: string, ref: CustomerRef, except: number): Promise<number> {
-    const needles = [ref.email, ref.id, ...ref.orderIds].filter((n): n is string => n !== null && n.length >= 4);
-    if (needles.length === 0) return 0;
-    const pending = await tx.webhookReceipt.findMany({ where: { shopDomain, processedAt: null, id: { not: except } }, select: { id: true, body: true } });
-    const hits = pending.filter((p) => {
-      const body = (p.body ?? '').toLowerCase();
-      return needles.some((n) => body.includes(n.toLowerCase()));
-    });
+  /**
+   * Pending receipts of the shop that concern the customer are erased unprocessed, so no event
+   * about them is forwarded later: matched on their parsed bodies by exact email and ids
+   * (gdpr-match.ts), and storefront batches also by the customer's devices (`clientIds`).
+   */
+  async function erasePendingReceipts(tx: Tx, shopDomain: string, ref: CustomerRef, clientIds: ReadonlySet<string>, except: number): Promise<number> {
+    if (ref.email === null && ref.id === null && ref.orderIds.length === 0 && clientIds.size === 0) return 0;
+    const pending = await tx.webhookReceipt.findMany({ where: { shopDomain, processedAt: null, id: { not: except } }, select: { id: true, topic: true, kind: true, body: true } });
+    const hits = pending.filter((p) => !NEVER_ERASED_TOPICS.has(p.topic) && receiptConcerns(p, ref, clientIds));
     const erased: ReceiptOutcome[] = hits.map((h) => ({ id: h.id, outcome: 'erased', reason: 'erased by customers/redact before it was processed', messageCount: 0, customerId: null }));
     return receipts.markProcessed(tx, erased, now());
+  }
+
+  /**
+   * The shop's exports about the customer: by its id, or by what they hold, read as JSON (a
+   * shop has few) and matched exactly (gdpr-match.ts).
+   */
+  async function eraseExports(tx: Tx, shopId: string, ref: CustomerRef): Promise<number> {
+    const rows = await tx.dataExport.findMany({ where: { shopId }, select: { id: true, customerId: true, content: true } });
+    const hits = rows.filter((e) => (ref.id !== null && e.customerId === ref.id) || payloadConcerns(readJson(e.content), ref)).map((e) => e.id);
+    if (hits.length === 0) return 0;
+    return (await tx.dataExport.deleteMany({ where: { id: { in: hits } } })).count;
   }
 
   async function customersRedact(r: ParsedReceipt): Promise<GdprResult> {
@@ -132,21 +139,23 @@ export function createGdpr(deps: GdprDeps) {
     let contactDelete: 'queued' | 'held' | 'invalid_email' | 'none' = 'none';
     await db.$transaction(async (tx) => {
       if (ref.id) await tx.webhookReceipt.updateMany({ where: { shopDomain: r.shopDomain, customerId: ref.id }, data: { customerId: null } });
-      await erasePendingReceipts(tx, r.shopDomain, ref, r.id);
       const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain }, include: { connection: true } });
+      const devices = shop && ref.email ? await visitorsOf(tx, shop.id, ref.email) : [];
+      await erasePendingReceipts(tx, r.shopDomain, ref, new Set(devices), r.id);
       if (shop) {
         await tx.outboxMessage.deleteMany({ where: customerMessages(shop.id, ref) }); // attempts cascade
         const state = customerState(shop.id, ref);
         await tx.orderSummary.deleteMany({ where: state.orders });
         await tx.fulfillmentState.deleteMany({ where: state.fulfillments });
-        if (ref.id) {
-          await tx.customerDigest.deleteMany({ where: { shopId: shop.id, customerId: ref.id } });
-          await tx.dataExport.deleteMany({ where: { shopId: shop.id, customerId: ref.id } });
-        }
+        if (ref.id) await tx.customerDigest.deleteMany({ where: { shopId: shop.id, customerId: ref.id } });
+        await eraseExports(tx, shop.id, ref);
         if (ref.email) {
-          await erasePixelData(tx, shop.id, ref.email); // storefront visitors tied to the email, and their waiting events
-          await tx.dataExport.deleteMany({ where: { shopId: shop.id, content: { contains: ref.email } } });
-          await tx.connection.updateMany({ where: { shopId: shop.id, lastError: { contains: ref.email } }, data: { lastError: null } });
+          await erasePixelData(tx, shop.id, devices); // storefront visitors tied to the email, and their waiting events
+          // a service error naming the address; cleared only if no newer error replaced it meanwhile
+          const lastError = shop.connection?.lastError ?? null;
+          if (lastError !== null && textNamesEmail(lastError, ref.email)) {
+            await tx.connection.updateMany({ where: { shopId: shop.id, lastError }, data: { lastError: null } });
+          }
         }
         // the contact delete at the service; it holds the address only until it is sent
         if (ref.email && shop.connection) {
