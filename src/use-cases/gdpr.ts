@@ -10,6 +10,7 @@ import { describeValue, isEmailAddress, normalizeEmail } from '../mapping/email'
 import { arr, id, obj, str } from '../mapping/read';
 import type { Logger } from '../observability/logger';
 import { lowerDue, type DueEntry } from '../outbox/due';
+import type { EmailKeys } from '../pixel/email-keys';
 import { erasePixelData, exportPixelData } from '../pixel/gdpr';
 import type { ParsedReceipt } from './forward-receipts';
 
@@ -26,6 +27,8 @@ export interface GdprDeps {
   now?: () => Date;
   /** app/uninstalled: the storefront pixel stops taking the shop's events. */
   onUninstalled?: (shopId: string) => Promise<void>;
+  /** The keys the storefront holds emails by (src/pixel/email-keys.ts). */
+  emailKeys: EmailKeys;
 }
 
 export interface GdprResult {
@@ -144,7 +147,7 @@ export function createGdpr(deps: GdprDeps) {
           await tx.dataExport.deleteMany({ where: { shopId: shop.id, customerId: ref.id } });
         }
         if (ref.email) {
-          await erasePixelData(tx, shop.id, ref.email); // storefront visitors tied to the email, and their waiting events
+          await erasePixelData(tx, shop.id, ref.email, deps.emailKeys); // storefront visitors, claims and trust of the email, and their waiting events
           await tx.dataExport.deleteMany({ where: { shopId: shop.id, content: { contains: ref.email } } });
           await tx.connection.updateMany({ where: { shopId: shop.id, lastError: { contains: ref.email } }, data: { lastError: null } });
         }
@@ -209,7 +212,7 @@ export function createGdpr(deps: GdprDeps) {
         orders: orders.map((o) => JSON.parse(o.summary) as unknown),
         shipments: fulfillments.map((f) => JSON.parse(f.state) as unknown),
         customer_digest_kept: Boolean(digest),
-        storefront: await exportPixelData(tx, shop.id, ref.email),
+        storefront: await exportPixelData(tx, shop.id, ref.email, deps.emailKeys),
       };
       const row = await tx.dataExport.upsert({
         where: { shopId_requestId: { shopId: shop.id, requestId } },
