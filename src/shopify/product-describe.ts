@@ -181,7 +181,7 @@ export function createDescriber(ctx: DescribeContext): Describer {
       // what cannot be asked now is answered from what is cached, stale or not
       const asked = { products: products.slice(0, MAX_IDS_PER_CALL), variants: new Map([...variants].slice(0, Math.max(0, MAX_IDS_PER_CALL - Math.min(products.length, MAX_IDS_PER_CALL)))) };
       if (ctx.cooling.active(shop.id)) return { items: answer(cached), outcome: 'cooling_off', apiCalls: 0 };
-      if (!budget.take(shop.id)) return { items: answer(cached), outcome: 'over_budget', apiCalls: 0 };
+      if (ctx.lookupsPerMinute <= 0 || !budget.take(shop.id)) return { items: answer(cached), outcome: 'over_budget', apiCalls: 0 };
       const session = await ctx.session(shop);
       if (!session) return unavailable('no_scope');
       try {
