@@ -78,5 +78,11 @@ CREATE INDEX "PixelStat_hour_idx" ON "PixelStat"("hour");
 
 
 -- Identities made before an email had to be vouched for by Shopify came from emails the browser
--- alone named: none is kept. Visitors identify again through a vouched email.
+-- alone named, and waiting events carry product data the browser alone gave: none is kept.
+-- Visitors identify again through a vouched email; their new events carry Shopify's data.
 DELETE FROM "PixelVisitor";
+DELETE FROM "PixelEvent";
+
+-- Storefront messages not sent yet were built from that data, for those emails: they are not sent.
+UPDATE "OutboxMessage" SET "status" = 'cancelled', "lastError" = 'built from storefront data Shopify had not confirmed; not sent', "updatedAt" = CAST(strftime('%s', 'now') AS INTEGER) * 1000
+WHERE "topic" = 'pixel/events' AND "status" IN ('queued', 'held');
