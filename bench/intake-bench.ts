@@ -68,6 +68,8 @@ export interface IntakeSpec {
   /** What one stored receipt counts as in the stage-2 rate (5 for a pixel batch of 5 events). */
   unitsPerReceipt: number;
   unit: string;
+  /** A line about the stage-2 worker once it is done (read from its /metrics), printed with its target. */
+  stage2Note?: (metrics: string) => string;
 }
 
 interface Target {
@@ -87,11 +89,11 @@ interface Target {
   counted: number;
   rssIntakeMb: number;
   stored?: number;
-  stage2?: { perSec: number; receipts: number; seconds: number; rssMb: number; batches: number; idleCores: number; waitingCores: number };
+  stage2?: { perSec: number; receipts: number; seconds: number; rssMb: number; batches: number; idleCores: number; waitingCores: number; note?: string };
 }
 
 /** Stage 2 over what is stored: a worker process processes every pending receipt, then idles. */
-async function stage2(db: BenchDatabase, env: Record<string, string>, unitsPerReceipt: number): Promise<NonNullable<Target['stage2']>> {
+async function stage2(db: BenchDatabase, env: Record<string, string>, unitsPerReceipt: number, note?: IntakeSpec['stage2Note']): Promise<NonNullable<Target['stage2']>> {
   const worker = await startApp(db, { ...env, ROLE: 'worker' });
   try {
     const { peakMb } = await peakRss(worker, (async () => {
@@ -121,7 +123,8 @@ async function stage2(db: BenchDatabase, env: Record<string, string>, unitsPerRe
     // after the lanes in flight end, and past the tail of the burst (V8 shrinking the heap it grew)
     await sleep(IDLE_S * 1000);
     const waitingCores = await cores();
-    return { perSec: ((total - Number(first.n)) * unitsPerReceipt) / seconds, receipts: total, seconds, rssMb: peakMb, batches: batches.length, idleCores, waitingCores };
+    const noted = note ? note(await (await fetch(`${worker.url}/metrics`)).text()) : undefined;
+    return { perSec: ((total - Number(first.n)) * unitsPerReceipt) / seconds, receipts: total, seconds, rssMb: peakMb, batches: batches.length, idleCores, waitingCores, note: noted };
   } finally {
     await worker.stop();
   }
@@ -198,7 +201,7 @@ export async function runIntakeBench(spec: IntakeSpec): Promise<void> {
     for (const t of targets) {
       if (!t.db || !t.emulator) continue;
       t.stored = await t.db.count('WebhookReceipt');
-      t.stage2 = await stage2(t.db, { SERVICE_BASE_URL: t.emulator.url, ...spec.appEnv }, spec.unitsPerReceipt);
+      t.stage2 = await stage2(t.db, { SERVICE_BASE_URL: t.emulator.url, ...spec.appEnv }, spec.unitsPerReceipt, spec.stage2Note);
     }
   } finally {
     await generator?.close();
@@ -237,6 +240,7 @@ export async function runIntakeBench(spec: IntakeSpec): Promise<void> {
     ];
     if (t.stored !== undefined) parts.push(`receipts stored ${t.stored} for ${t.counted} 2xx counted (a few more were in flight when autocannon stopped)`);
     if (t.stage2) parts.push(`stage 2 processed ${t.stage2.receipts} receipts in ${t.stage2.batches} batches, ${fmt(t.stage2.seconds, 1)} s from the first batch to the last`);
+    if (t.stage2?.note) parts.push(t.stage2.note);
     console.log(`- ${t.name}: ${parts.join('; ')}.`);
   }
 }

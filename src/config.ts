@@ -74,6 +74,15 @@ const schema = z.object({
   PIXEL_CART_DELAY_MINUTES: z.coerce.number().int().min(1).max(7 * 24 * 60).default(60),
   PIXEL_RATE_PER_SHOP: z.coerce.number().positive().max(1_000_000).default(1000),
   PIXEL_RATE_PER_CLIENT: z.coerce.number().positive().max(10_000).default(2),
+  // storefront trust (src/pixel/trust.ts): requests per second per client IP (from the socket, or
+  // X-Forwarded-For past TRUST_PROXY proxy hops), how long a claim to an email waits for Shopify to
+  // vouch for it, each email's daily limits, Admin API calls per shop and minute for storefront events
+  PIXEL_RATE_PER_IP: z.coerce.number().positive().max(1_000_000).default(20),
+  TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
+  PIXEL_CLAIM_MINUTES: z.coerce.number().int().min(1).max(24 * 60).default(30),
+  PIXEL_EVENTS_PER_EMAIL_DAY: z.coerce.number().int().min(1).max(10_000_000).default(200),
+  PIXEL_ABANDONMENTS_PER_EMAIL_DAY: z.coerce.number().int().min(1).max(10_000_000).default(4),
+  PIXEL_LOOKUPS_PER_MINUTE: z.coerce.number().int().min(0).max(10_000).default(10),
 });
 
 /** What a process runs: web = HTTP (intake, admin API); worker = receipt processing and delivery; all = both. */
@@ -107,7 +116,11 @@ export interface Config {
   receiptRetentionDays: number;
   checkouts: { graceMinutes: number; maxAgeDays: number };
   /** The storefront pixel: retention of anonymous events and of identities, abandonment delays, requests per second. */
-  pixel: { anonymousHours: number; identityDays: number; browseDelayMinutes: number; cartDelayMinutes: number; ratePerShop: number; ratePerClient: number };
+  pixel: {
+    anonymousHours: number; identityDays: number; browseDelayMinutes: number; cartDelayMinutes: number; ratePerShop: number; ratePerClient: number;
+    /** Trust (issue 36): per-IP rate, proxy hops trusted in X-Forwarded-For, claim window, per-email daily limits, Admin API calls per shop and minute. */
+    ratePerIp: number; trustProxyHops: number; claimMinutes: number; eventsPerEmailDay: number; abandonmentsPerEmailDay: number; lookupsPerMinute: number;
+  };
 }
 
 type Env = Record<string, string | undefined>;
@@ -176,6 +189,8 @@ export function loadConfig(env: Env = process.env): Config {
       anonymousHours: e.PIXEL_ANONYMOUS_HOURS, identityDays: e.PIXEL_IDENTITY_DAYS,
       browseDelayMinutes: e.PIXEL_BROWSE_DELAY_MINUTES, cartDelayMinutes: e.PIXEL_CART_DELAY_MINUTES,
       ratePerShop: e.PIXEL_RATE_PER_SHOP, ratePerClient: e.PIXEL_RATE_PER_CLIENT,
+      ratePerIp: e.PIXEL_RATE_PER_IP, trustProxyHops: e.TRUST_PROXY, claimMinutes: e.PIXEL_CLAIM_MINUTES,
+      eventsPerEmailDay: e.PIXEL_EVENTS_PER_EMAIL_DAY, abandonmentsPerEmailDay: e.PIXEL_ABANDONMENTS_PER_EMAIL_DAY, lookupsPerMinute: e.PIXEL_LOOKUPS_PER_MINUTE,
     },
   };
 }

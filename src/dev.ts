@@ -71,8 +71,9 @@ async function dev(): Promise<void> {
   const workspace = emulator?.createWorkspace({ name: 'Sandbox Workspace' });
   const shop = useFakeShop
     ? await startFakeShop({ apiKey: config.shopify.apiKey, apiSecret: config.shopify.apiSecret, port: FAKE_SHOP_PORT, host: '127.0.0.1', shops: [{ domain: DEV_SHOP, id: '548380009', name: 'Demo Store' }],
-        // the storefront runs the web pixel with the settings the app gave it (webPixelCreate), as Shopify does
-        storefront: { appUrl: config.shopify.appUrl, pixelKey: (): string | null => pixelKeyOf(shop?.webPixel(DEV_SHOP)?.settings) } })
+        // the storefront runs the web pixel with the settings the app gave it (webPixelCreate), as Shopify does,
+        // and sends the app its checkouts' signed webhooks, which vouch for the email typed at checkout
+        storefront: { appUrl: config.shopify.appUrl, webhooks: true, pixelKey: (): string | null => pixelKeyOf(shop?.webPixel(DEV_SHOP)?.settings) } })
     : null;
   let n = Math.floor(Date.now() / 1000) % 100_000;
 

@@ -18,6 +18,7 @@ import { createWakeups, type Wakeups } from './outbox/wakeups';
 import { DeliveryWorker, type WorkerDeps } from './outbox/worker';
 import type { ServiceClient } from './service/types';
 import { createForwardReceipts, type EnrichItems, type ForwardDeps } from './use-cases/forward-receipts';
+import { createEmailKeys } from './pixel/email-keys';
 import { createGdpr } from './use-cases/gdpr';
 
 export interface PipelineDeps {
@@ -89,7 +90,7 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
   const processor = new ReceiptProcessor({
     db, provider, logger, metrics, now, receipts, forwardStore,
     forward: createForwardReceipts({ store: forwardStore, mapContext: deps.mapContext, enrich: deps.enrich }),
-    gdpr: createGdpr({ db, provider, logger, receipts, erasure, now, onUninstalled: deps.onUninstalled }),
+    gdpr: createGdpr({ db, provider, logger, receipts, erasure, now, onUninstalled: deps.onUninstalled, emailKeys: createEmailKeys(config.encryption) }),
     sideHandlers: deps.sideHandlers,
     pixel: deps.pixel,
     // stage 2 indexed the due work in its own transaction: only the wake-up is left

@@ -32,12 +32,14 @@ import type { ServiceClient } from './service/types';
 import { fetchGrantedScopes } from './shopify/access-scopes';
 import { createShopify } from './shopify/api';
 import { ensureShopIdentity } from './shopify/install';
+import { createCustomerLookup } from './shopify/customer-lookup';
 import { createProductCatalog } from './shopify/products';
 import { createSessionStore } from './shopify/session-storage';
 import { createOfflineTokens } from './shopify/tokens';
 import { createWebPixels } from './shopify/web-pixel';
 import { pixelRoute } from './http/pixel.route';
 import { createStorefront } from './pixel';
+import type { SweepResult } from './pixel/sweeper';
 import { createActivity, DELIVERY_STATUSES } from './use-cases/activity';
 import { createConnectionUseCases } from './use-cases/connection';
 import { createPermissions } from './use-cases/permissions';
@@ -65,7 +67,7 @@ export interface RunningServer {
   /** The start-up read of every stored secret, run on demand. */
   scanKeys(): Promise<KeyScan>;
   /** The storefront's expiry sweep, run on demand (the worker runs it every 5 minutes). */
-  sweepPixels(): Promise<{ events: number; visitors: number }>;
+  sweepPixels(): Promise<SweepResult>;
   /** Graceful: stop accepting, finish in-flight requests and deliveries, close the database. */
   close(): Promise<void>;
 }
@@ -111,7 +113,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const shopify = createShopify(config, logger);
   const sessions = createSessionStore(db, { encrypt: (p, c) => secrets.encrypt(p, c), decrypt: (s, c) => secrets.decrypt(s, c), logger });
   const tokens = createOfflineTokens({ shopify, db, sessions, logger });
-  const products = createProductCatalog({ db, shopify, tokens, logger, metrics });
+  const products = createProductCatalog({ db, shopify, tokens, logger, metrics, storefrontLookupsPerMinute: config.pixel.lookupsPerMinute });
   const webPixels = createWebPixels({ db, shopify, tokens, logger, now });
   const permissions = createPermissions({ db, tokens, grantedScopes: (s) => fetchGrantedScopes(shopify, s), logger });
   /** Shopify calls that must not hold up a request or a batch: logged when they fail. */
@@ -154,7 +156,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     },
   };
   const abandonment = { graceMs: config.checkouts.graceMinutes * 60_000, maxAgeMs: config.checkouts.maxAgeDays * 86_400_000 };
-  const storefront = createStorefront({ config, db, logger, metrics, now });
+  const customers = createCustomerLookup({ shopify, tokens, logger, perMinute: config.pixel.lookupsPerMinute });
+  const storefront = createStorefront({ config, db, logger, metrics, now, products, customers });
+  metrics.onScrapeClaims(() => storefront.claimsPending());
   const pipeline = buildPipeline({
     config, db, logger, metrics, now, repo, pacer, client, secrets, sideHandlers,
     mapContext: () => ({ abandonment }),
@@ -187,7 +191,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     rawRouters: config.webEnabled
       ? [
           // the storefront's batches outnumber the webhooks by orders of magnitude: their route first
-          pixelRoute({ intake: pipeline.intake, keys: storefront.keys, logger, metrics, now, ratePerShop: config.pixel.ratePerShop, ratePerClient: config.pixel.ratePerClient }),
+          pixelRoute({
+            intake: pipeline.intake, keys: storefront.keys, logger, metrics, now,
+            ratePerShop: config.pixel.ratePerShop, ratePerClient: config.pixel.ratePerClient, ratePerIp: config.pixel.ratePerIp, trustProxyHops: config.pixel.trustProxyHops,
+          }),
           webhooksRoute({ apiSecret: config.shopify.apiSecret, intake: pipeline.intake, logger, metrics, now }),
         ]
       : [],
@@ -195,7 +202,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       ? [
           authRoutes({ shopify, db, tokens, logger, onResumed: notifyQueued }),
           adminRoutes({ auth, connection, activity, settings }),
-          permissionsRoutes({ auth, permissions, webPixels }),
+          permissionsRoutes({ auth, permissions, webPixels, pixelActivity: (shopId) => storefront.activity(shopId) }),
           backfill.router(auth),
           ...(opts.routers ?? []),
           // dev session tokens only where npm run dev (or a test) asks for them, never by default

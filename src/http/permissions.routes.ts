@@ -1,6 +1,8 @@
 // /api/permissions and /api/pixel: the optional features (product images, storefront pixel), the
-// scopes they need, and the storefront pixel's activation. Behind the session-token middleware.
+// scopes they need, the storefront pixel's activation, and its trust checks of the last day
+// (GET /api/pixel's `activity`). Behind the session-token middleware.
 import { Router, type RequestHandler } from 'express';
+import type { PixelActivity } from '../pixel/activity';
 import type { WebPixels } from '../shopify/web-pixel';
 import type { PermissionsUseCases } from '../use-cases/permissions';
 import { HttpError } from './errors';
@@ -10,6 +12,8 @@ export interface PermissionsRoutesDeps {
   auth: RequestHandler;
   permissions: PermissionsUseCases;
   webPixels: Pick<WebPixels, 'ensureActive' | 'view'>;
+  /** Claims pending now and the last day's counts (vouched, expired, products dropped, events limited). */
+  pixelActivity: (shopId: string) => Promise<PixelActivity>;
 }
 
 function refreshParam(v: unknown): boolean {
@@ -28,7 +32,9 @@ export function permissionsRoutes(deps: PermissionsRoutesDeps): Router {
     res.json(await deps.permissions.get(shopOf(res), { refresh: refreshParam(req.query.refresh) }));
   });
   r.get('/api/pixel', async (_req, res) => {
-    res.json(await deps.webPixels.view(shopOf(res).id));
+    const shopId = shopOf(res).id;
+    const [view, activity] = await Promise.all([deps.webPixels.view(shopId), deps.pixelActivity(shopId)]);
+    res.json({ ...view, activity });
   });
   r.post('/api/pixel/activate', async (_req, res) => {
     res.json(await deps.webPixels.ensureActive(shopOf(res)));

@@ -1,6 +1,7 @@
 // POST /pixel/events, stage 1 for the storefront: size → content type → key and client id (read
-// from the first bytes, no JSON parsing) → rate limits → one durable write in the webhooks' group
-// commit → 204. Public and cross-origin: any storefront may post (CORS *, no credentials).
+// from the first bytes, no JSON parsing) → rate limits (client id, client IP, shop) → one durable
+// write in the webhooks' group commit → 204. Public and cross-origin: any storefront may post
+// (CORS *, no credentials).
 // Answers, the same for everyone, so the endpoint tells nothing about keys:
 //   204  stored, or dropped: an unknown or removed key, or over a rate limit (the pixel never
 //        retries, so a 429 would only tell a prober which of its requests counted)
@@ -14,6 +15,7 @@ import express, { Router, type ErrorRequestHandler, type Response } from 'expres
 import type { Intake } from '../intake/intake';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
+import { clientAddress, ipKey } from '../pixel/client-ip';
 import type { PixelKeys } from '../pixel/keys';
 import { TokenBuckets } from '../pixel/rate-limit';
 import { sendError } from './errors';
@@ -40,9 +42,12 @@ export interface PixelRouteDeps {
   logger: Logger;
   metrics: Metrics;
   now?: () => Date;
-  /** Requests per second, per shop and per client id (in this process). */
+  /** Requests per second, per shop, per client id and per client IP (in this process). */
   ratePerShop: number;
   ratePerClient: number;
+  ratePerIp: number;
+  /** Proxies in front of the app whose X-Forwarded-For entries are believed (0: the socket's peer). */
+  trustProxyHops: number;
 }
 
 const ACCEPTED_TYPES = /^\s*(text\/plain|application\/json)\s*(;|$)/i;
@@ -56,6 +61,8 @@ export function pixelRoute(deps: PixelRouteDeps): Router {
   const now = deps.now ?? (() => new Date());
   const perClient = new TokenBuckets({ rate: deps.ratePerClient, burst: Math.max(10, deps.ratePerClient * 10) });
   const perShop = new TokenBuckets({ rate: deps.ratePerShop, burst: Math.max(20, deps.ratePerShop * 2), maxKeys: 50_000 });
+  // the client id is the sender's to choose: one address (a /64 for IPv6) cannot rotate around it
+  const perIp = new TokenBuckets({ rate: deps.ratePerIp, burst: Math.max(10, deps.ratePerIp * 10) });
   const count = (outcome: string) => deps.metrics.pixelRequests.inc({ outcome });
   const done = (res: Response, outcome: string) => {
     count(outcome);
@@ -86,8 +93,9 @@ export function pixelRoute(deps: PixelRouteDeps): Router {
         count('bad_request');
         return sendError(res, 400, 'invalid_batch', 'Not a pixel batch');
       }
-      // the client's bucket first: one client's flood never reaches the key look-up
+      // the client's bucket first: one client's flood never reaches the key look-up, nor spends its address's
       if (!perClient.take(`${head.key}\u0000${head.clientId}`)) return done(res, 'rate_limited');
+      if (!perIp.take(ipKey(clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trustProxyHops)))) return done(res, 'rate_limited_ip');
       const shopDomain = await deps.keys.shopFor(head.key);
       if (!shopDomain) return done(res, 'unknown_key');
       if (!perShop.take(shopDomain)) return done(res, 'rate_limited');

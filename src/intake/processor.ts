@@ -36,8 +36,11 @@ export interface StagePlan {
   due: DueEntry[];
 }
 
-/** Stage 2 for receipts of kind 'pixel': reads what it needs, writes nothing until write(). */
-export type PixelStage = (items: ParsedReceipt[]) => Promise<StagePlan>;
+/**
+ * Stage 2 for receipts of kind 'pixel': reads what it needs, writes nothing until write(). `signed`:
+ * the unit's webhooks, whose emails vouch for storefront visitors' claims (src/pixel/vouch.ts).
+ */
+export type PixelStage = (items: ParsedReceipt[], signed: ParsedReceipt[]) => Promise<StagePlan>;
 
 export interface ProcessorDeps {
   db: Db;
@@ -337,7 +340,8 @@ export class ReceiptProcessor {
     }
     const forwarded = toForward.length ? await this.deps.forward(toForward) : null;
     if (forwarded) outcomes.push(...forwarded.outcomes);
-    const pixelPlan = pixel.length ? await this.deps.pixel!(pixel) : null;
+    // the storefront's batches, and the emails the unit's webhooks name (pending claims they vouch for)
+    const pixelPlan = this.deps.pixel && (pixel.length || toForward.length) ? await this.deps.pixel(pixel, toForward) : null;
     if (pixelPlan) outcomes.push(...pixelPlan.outcomes);
     const now = this.now();
     // the last batch of a turn (all of the pending receipts) gives the lease up as it commits

@@ -64,14 +64,38 @@ export class Metrics {
   });
   readonly pixelRequests = new Counter({
     name: 'connector_pixel_requests_total',
-    help: 'Requests to POST /pixel/events, by outcome (accepted, unknown_key, rate_limited, bad_request, too_large, unsupported_type, unavailable)',
+    help: 'Requests to POST /pixel/events, by outcome (accepted, unknown_key, rate_limited, rate_limited_ip, bad_request, too_large, unsupported_type, unavailable)',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
   readonly pixelEvents = new Counter({
     name: 'connector_pixel_events_total',
-    help: 'Storefront events read by stage 2, by outcome (accepted, collapsed, waiting, ignored, no_consent, invalid) and anonymous events deleted unsent (expired)',
+    help: 'Storefront events read by stage 2, by outcome (accepted, collapsed, waiting, ignored, no_consent, invalid, dropped for their product, limited by the email\'s daily limits) and anonymous events deleted unsent (expired)',
     labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  // the storefront's trust checks (src/pixel/trust.ts, resolve.ts)
+  readonly pixelClaims = new Counter({
+    name: 'connector_pixel_claims_total',
+    help: 'Emails claimed by storefront visitors, by outcome: pending (not vouched for by Shopify yet), vouched (identified the visitor), expired (deleted unvouched)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly pixelClaimsPending = new Gauge({
+    name: 'connector_pixel_claims_pending',
+    help: 'Storefront claims to an email waiting for Shopify to vouch for it, now',
+    registers: [this.registry],
+  });
+  readonly pixelProductsDropped = new Counter({
+    name: 'connector_pixel_products_dropped_total',
+    help: 'Storefront views and adds to cart dropped for their product: unknown (the shop has no such product or variant), unavailable (Shopify could not describe it in time)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly pixelAdminCalls = new Counter({
+    name: 'connector_pixel_admin_api_calls_total',
+    help: 'Admin API calls made for storefront events, by kind (customers, products)',
+    labelNames: ['kind'] as const,
     registers: [this.registry],
   });
   readonly receiptsPending = new Gauge({
@@ -116,6 +140,11 @@ export class Metrics {
       gauge.reset();
       await refresh((status, n) => gauge.set({ status }, n));
     };
+  }
+
+  /** Registers a function that refreshes the pending-claims gauge on each scrape. */
+  onScrapeClaims(read: () => Promise<number>): void {
+    (this.pixelClaimsPending as unknown as { collect: () => Promise<void> }).collect = async () => this.pixelClaimsPending.set(await read());
   }
 
   /** Registers a function that refreshes the intake-lag gauges on each scrape. */

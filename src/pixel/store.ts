@@ -1,7 +1,8 @@
 // What stage 2 reads and writes for storefront batches, set-based: one raw statement per kind of
-// state and batch across its shops (shops, visitors, waiting events, pending abandonments; the
-// existing source ids per shop), and one write per kind inside the batch's transaction (write()).
-// Raw SQL rather than the ORM: a third of its cost, and Prisma's grows with the key lists.
+// state and batch across its shops (shops, visitors, waiting events, pending abandonments, vouched
+// emails and claims; the existing source ids per shop), and one write per kind inside the batch's
+// transaction (write()). Raw SQL rather than the ORM: a third of its cost, and Prisma's grows with
+// the key lists.
 import { Prisma } from '@prisma/client';
 import { hasShopKeys, insertRows, setColumns, whereShopKeys as whereKeys } from '../db/batch-sql';
 import { rawOf, type Db } from '../db/client';
@@ -23,6 +24,24 @@ export interface PixelShop {
   connection: { status: string } | null;
   settings: { data: string } | null;
   pixel: { key: string; state: string } | null;
+  /** The offline session's scopes (null: no session). */
+  scope: string | null;
+}
+
+/** A PixelShopper row: an email's trust (by its key) and its quota of the day. */
+export interface ShopperRow {
+  state: string;
+  expiresAt: Date;
+  quotaDay: number;
+  events: number;
+  abandonments: number;
+}
+
+/** A pending claim (PixelClaim) of a client id to an email, by the email's key. */
+export interface StoredClaim {
+  shopId: string;
+  clientId: string;
+  emailKey: string;
 }
 
 export interface Visitor {
@@ -58,9 +77,23 @@ export interface PixelPlan {
   updates: Array<{ id: number; body: string; runAt: Date }>;
   /** Pending abandonments that later activity ended, with why. */
   cancels: Array<{ id: number; reason: string }>;
+  /** Emails Shopify named (a webhook, a lookup that found the customer): vouched until expiresAt. */
+  vouches: Array<{ shopId: string; emailKey: string; source: string; checkedAt: Date; expiresAt: Date }>;
+  /** Emails a lookup found no customer for (a vouched row stays vouched). */
+  unknown: Array<{ shopId: string; emailKey: string; checkedAt: Date; expiresAt: Date }>;
+  /** The day's counts of emails that got events (rows created for an identity when missing). */
+  quotas: Array<{ shopId: string; emailKey: string; quotaDay: number; events: number; abandonments: number; checkedAt: Date; expiresAt: Date }>;
+  /** Claims left pending (one per client: it replaces the client's earlier claim). */
+  claims: Array<{ shopId: string; clientId: string; emailKey: string; claimedAt: Date; expiresAt: Date }>;
+  /** Clients whose claim is settled (identified, or consent withdrawn). */
+  claimsDone: Array<{ shopId: string; clientId: string }>;
+  /** Increments of the shops' hourly counts. */
+  stats: Array<{ shopId: string; hour: number; pending: number; vouched: number; dropped: number; limited: number }>;
 }
 
-export const emptyPixelPlan = (): PixelPlan => ({ forget: [], stitched: [], visitors: [], waiting: [], inserts: [], updates: [], cancels: [] });
+export const emptyPixelPlan = (): PixelPlan => ({
+  forget: [], stitched: [], visitors: [], waiting: [], inserts: [], updates: [], cancels: [], vouches: [], unknown: [], quotas: [], claims: [], claimsDone: [], stats: [],
+});
 
 /** Keys of per-shop state: shop id and the object's id. */
 export const keyOf = (shopId: string, id: string) => `${shopId}\u0000${id}`;
@@ -81,13 +114,14 @@ export class PixelStore {
   async shops(domains: string[]): Promise<Map<string, PixelShop>> {
     if (domains.length === 0) return new Map();
     const rows = await this.db.$queryRaw<
-      Array<{ id: string; domain: string; uninstalledAt: unknown; status: string | null; data: string | null; key: string | null; state: string | null }>
+      Array<{ id: string; domain: string; uninstalledAt: unknown; status: string | null; data: string | null; key: string | null; state: string | null; scope: string | null }>
     >(Prisma.sql`
-      SELECT "s"."id", "s"."domain", "s"."uninstalledAt", "c"."status", "t"."data", "p"."key", "p"."state"
+      SELECT "s"."id", "s"."domain", "s"."uninstalledAt", "c"."status", "t"."data", "p"."key", "p"."state", "o"."scope"
       FROM "Shop" AS "s"
       LEFT JOIN "Connection" AS "c" ON "c"."shopId" = "s"."id"
       LEFT JOIN "ShopSettings" AS "t" ON "t"."shopId" = "s"."id"
       LEFT JOIN "WebPixel" AS "p" ON "p"."shopId" = "s"."id"
+      LEFT JOIN "Session" AS "o" ON "o"."id" = 'offline_' || "s"."domain"
       WHERE "s"."domain" IN (${Prisma.join(domains)})`);
     return new Map(
       rows.map((r) => [
@@ -97,6 +131,7 @@ export class PixelStore {
           connection: r.status === null ? null : { status: r.status },
           settings: r.data === null ? null : { data: r.data },
           pixel: r.key === null ? null : { key: r.key, state: r.state! },
+          scope: r.scope,
         },
       ]),
     );
@@ -148,6 +183,26 @@ export class PixelStore {
     return out;
   }
 
+  /** Trust and quota rows of these email keys, by keyOf(shopId, emailKey). */
+  async shoppers(keys: Map<string, Set<string>>): Promise<Map<string, ShopperRow>> {
+    const out = new Map<string, ShopperRow>();
+    if (!hasShopKeys(keys)) return out;
+    const rows = await this.db.$queryRaw<Array<{ shopId: string; emailKey: string; state: string; expiresAt: unknown; quotaDay: number | bigint; events: number | bigint; abandonments: number | bigint }>>(Prisma.sql`
+      SELECT "shopId", "emailKey", "state", "expiresAt", "quotaDay", "events", "abandonments" FROM "PixelShopper" WHERE ${whereKeys(keys, 'emailKey')}`);
+    for (const r of rows) {
+      out.set(keyOf(r.shopId, r.emailKey), { state: r.state, expiresAt: Sql.toDate(r.expiresAt)!, quotaDay: Number(r.quotaDay), events: Number(r.events), abandonments: Number(r.abandonments) });
+    }
+    return out;
+  }
+
+  /** Claims still pending of these email keys, oldest first. */
+  async claims(keys: Map<string, Set<string>>, now: Date): Promise<StoredClaim[]> {
+    if (!hasShopKeys(keys)) return [];
+    return this.db.$queryRaw<StoredClaim[]>(Prisma.sql`
+      SELECT "shopId", "clientId", "emailKey" FROM "PixelClaim"
+      WHERE "expiresAt" > ${this.sql.ts(now)} AND (${whereKeys(keys, 'emailKey')}) ORDER BY "claimedAt"`);
+  }
+
   /** Source ids the shop already has (a repeated view within the hour, an event seen before). */
   async existing(shopId: string, sourceIds: string[]): Promise<Set<string>> {
     if (sourceIds.length === 0) return new Set();
@@ -162,12 +217,20 @@ export class PixelStore {
     const clients = (rows: Array<{ shopId: string; clientId: string }>) => whereKeys(clientsByShop(rows), 'clientId');
     const gone = [...plan.forget, ...plan.stitched];
     if (gone.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelEvent" WHERE ${clients(gone)}`);
+    // a client's claim goes once settled; a new one replaces the one it had
+    const settled = [...plan.forget, ...plan.claimsDone, ...plan.claims];
+    if (settled.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelClaim" WHERE ${clients(settled)}`);
     // a visitor written again replaces the row it had
     const visitorsGone = [...plan.forget, ...plan.visitors];
     if (visitorsGone.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelVisitor" WHERE ${clients(visitorsGone)}`);
     const { provider } = this.sql;
     await insertRows(tx, provider, 'PixelVisitor', plan.visitors);
     await insertRows(tx, provider, 'PixelEvent', plan.waiting);
+    await insertRows(tx, provider, 'PixelClaim', plan.claims);
+    await this.writeShoppers(tx, plan);
+    await upsertRows(tx, provider, 'PixelStat', sumStats(plan.stats), (s) => keyOf(s.shopId, String(s.hour)), Prisma.sql`${Prisma.raw(
+      ` ON CONFLICT ("shopId", "hour") DO UPDATE SET ${STAT_COUNTS.map((c) => `"${c}" = "PixelStat"."${c}" + excluded."${c}"`).join(', ')}`,
+    )}`);
     const stamped = (row: object) => setColumns(provider, { ...row, updatedAt: now });
     const pending = Prisma.join(PENDING);
     const reasons = new Map<string, number[]>();
@@ -184,6 +247,49 @@ export class PixelStore {
         WHERE "id" = ${u.id} AND "status" IN (${pending})`);
     }
     await insertMessages(tx, provider, plan.inserts, now);
+  }
+
+  /** Trust and quota rows: vouches, then negative lookups (never over a live vouch), then the day's counts. */
+  private async writeShoppers(tx: Tx, plan: PixelPlan): Promise<void> {
+    const { provider } = this.sql;
+    const key = (r: { shopId: string; emailKey: string }) => keyOf(r.shopId, r.emailKey);
+    const head = Prisma.raw(' ON CONFLICT ("shopId", "emailKey") DO UPDATE SET ');
+    const trust = Prisma.raw('"state" = excluded."state", "source" = excluded."source", "checkedAt" = excluded."checkedAt", "expiresAt" = excluded."expiresAt"');
+    await upsertRows(tx, provider, 'PixelShopper', plan.vouches.map((v) => ({ ...v, state: 'vouched' })), key, Prisma.sql`${head}${trust}`);
+    await upsertRows(tx, provider, 'PixelShopper', plan.unknown.map((u) => ({ ...u, state: 'unknown', source: 'admin_api' })), key,
+      Prisma.sql`${head}${trust} WHERE "PixelShopper"."state" <> 'vouched' OR "PixelShopper"."expiresAt" <= excluded."checkedAt"`);
+    // an identified visitor's email was vouched when it identified: a row that expired since comes back as such
+    await upsertRows(tx, provider, 'PixelShopper', plan.quotas.map((q) => ({ ...q, state: 'vouched', source: 'identity' })), key,
+      Prisma.sql`${head}${Prisma.raw('"quotaDay" = excluded."quotaDay", "events" = excluded."events", "abandonments" = excluded."abandonments"')}`);
+  }
+}
+
+const STAT_COUNTS = ['pending', 'vouched', 'dropped', 'limited'] as const;
+
+/** One row per shop and hour, the increments added up. */
+function sumStats(rows: PixelPlan['stats']): PixelPlan['stats'] {
+  const out = new Map<string, PixelPlan['stats'][number]>();
+  for (const r of rows) {
+    const k = keyOf(r.shopId, String(r.hour));
+    const cur = out.get(k);
+    if (!cur) out.set(k, { ...r });
+    else for (const c of STAT_COUNTS) cur[c] += r[c];
+  }
+  return [...out.values()].filter((r) => STAT_COUNTS.some((c) => r[c] !== 0));
+}
+
+/**
+ * Multi-row INSERTs with a conflict clause, in the caller's transaction; a row whose `key` repeats
+ * counts once (the last), since one statement may not change a row twice. Dates as insertRows writes them.
+ */
+async function upsertRows<T extends object>(tx: Tx, provider: 'sqlite' | 'postgres', table: string, rows: readonly T[], key: (r: T) => string, conflict: Prisma.Sql): Promise<void> {
+  const unique = [...new Map(rows.map((r) => [key(r), r])).values()];
+  if (unique.length === 0) return;
+  const columns = Object.keys(unique[0]!);
+  const value = (v: unknown) => (v instanceof Date && provider === 'sqlite' ? v.getTime() : v ?? null);
+  for (let from = 0; from < unique.length; from += 500) {
+    const values = unique.slice(from, from + 500).map((r) => Prisma.sql`(${Prisma.join(columns.map((c) => value((r as Record<string, unknown>)[c])))})`);
+    await tx.$executeRaw(Prisma.sql`${Prisma.raw(`INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) VALUES `)}${Prisma.join(values)}${conflict}`);
   }
 }
 

@@ -1,10 +1,13 @@
 // Stage 2's edge for storefront batches: the pixel's wire format (extensions/email-pixel/README.md)
 // validated with zod, once. A batch whose envelope fails is rejected whole; an event that fails
 // its schema (unknown name, wrong shape) is dropped alone and counted. What passes comes out as
-// the few kinds of storefront events the app uses, with clean URLs and a trusted time.
+// the few kinds of storefront events the app uses, with a trusted time. Of a product the browser
+// is believed for its ids only (and a cart line's quantity): titles, prices and URLs that older
+// bundles still send are validated for size and then ignored, as Shopify's data replaces them.
 import { z } from 'zod';
 import { isEmailAddress, normalizeEmail } from '../mapping/email';
-import { cleanUrl, productItem, type CartItem, type ProductItem } from './items';
+import type { ProductRef } from '../shopify/products';
+import type { CartItem, ProductItem } from './items';
 
 /** More events than the pixel ever puts in one request: the batch is refused whole. */
 export const MAX_EVENTS_PER_BATCH = 50;
@@ -66,7 +69,14 @@ interface Base {
   id: string;
   at: Date;
 }
-/** The storefront events the app acts on; the others are read, validated and let go. */
+/** A storefront event as the browser gives it: products by reference only. */
+export type WireEvent =
+  | (Base & { kind: 'view'; ref: ProductRef })
+  | (Base & { kind: 'add'; ref: ProductRef; quantity: number })
+  | (Base & { kind: 'checkout' })
+  | (Base & { kind: 'other' });
+
+/** The storefront events the app acts on, their products described by Shopify; the others are read, validated and let go. */
 export type StoreEvent =
   | (Base & { kind: 'view'; product: ProductItem })
   | (Base & { kind: 'add'; line: CartItem })
@@ -81,9 +91,9 @@ export type ReadBatch =
       clientId: string;
       /** False only when the visitor's consent says marketing is not allowed. */
       marketing: boolean;
-      /** The email the batch gives, trimmed and lower-cased, when it is one. */
+      /** The email the batch claims, trimmed and lower-cased, when it is one: a claim until Shopify vouches for it. */
       email: string | null;
-      events: StoreEvent[];
+      events: WireEvent[];
       /** Events dropped by their schema. */
       invalid: number;
     };
@@ -94,23 +104,22 @@ function eventTime(raw: string, receivedAt: Date): Date {
   return Number.isNaN(t) || t > arrival + MAX_SKEW_AHEAD_MS || t < arrival - MAX_AGE_MS ? receivedAt : new Date(Math.min(t, arrival));
 }
 
-function readEvent(raw: unknown, receivedAt: Date): StoreEvent | null {
+const refOf = (v: { id?: string; product: { id: string } }): ProductRef => ({ product_id: v.product.id, variant_id: v.id ?? null });
+
+function readEvent(raw: unknown, receivedAt: Date): WireEvent | null {
   const h = head.safeParse(raw);
   if (!h.success) return null;
-  const { id, name, timestamp, url } = h.data;
+  const { id, name, timestamp } = h.data;
   const base = { id, at: eventTime(timestamp, receivedAt) };
-  const page = cleanUrl(url ?? null);
   switch (name) {
     case 'product_viewed': {
       const d = DATA.product_viewed.safeParse(h.data.data);
-      return d.success ? { ...base, kind: 'view', product: productItem(d.data.productVariant, page) } : null;
+      return d.success ? { ...base, kind: 'view', ref: refOf(d.data.productVariant) } : null;
     }
     case 'product_added_to_cart': {
       const d = DATA.product_added_to_cart.safeParse(h.data.data);
       if (!d.success) return null;
-      const { quantity, cost, merchandise } = d.data.cartLine;
-      const item = productItem(merchandise, page);
-      return { ...base, kind: 'add', line: { ...item, currency: item.currency ?? cost?.totalAmount?.currencyCode ?? null, quantity, line_total: cost?.totalAmount?.amount ?? null } };
+      return { ...base, kind: 'add', ref: refOf(d.data.cartLine.merchandise), quantity: d.data.cartLine.quantity };
     }
     case 'checkout_started':
     case 'checkout_contact_info_submitted':
@@ -131,7 +140,7 @@ export function readBatch(payload: unknown, receivedAt: Date): ReadBatch {
   const b = env.data;
   const given = b.customer ? normalizeEmail(b.customer.email) : null;
   const read = b.events.map((e) => readEvent(e, receivedAt));
-  const valid = read.filter((e): e is StoreEvent => e !== null);
+  const valid = read.filter((e): e is WireEvent => e !== null);
   return {
     ok: true,
     key: b.key,

@@ -1,7 +1,7 @@
 // A fake Shopify for tests and `npm run dev`. Point the app at it with SHOPIFY_ADMIN_ORIGIN=url:
 // it answers the OAuth token endpoint (code grant, token exchange, rotating refresh tokens),
-// the consent page, and Admin GraphQL (shop, products, web pixels, granted scopes, within a query
-// cost bucket); it also mints App Bridge session tokens and signs webhooks.
+// the consent page, and Admin GraphQL (shop, products, customers, web pixels, granted scopes,
+// within a query cost bucket); it also mints App Bridge session tokens and signs webhooks.
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -13,12 +13,13 @@ import { storefrontRoutes, type StorefrontOptions } from './fake-shop/storefront
 import { FakeShopState, type FailEndpoint, type FakeShopInit, type FakeShopRecord, type ScopesUpdatePayload, type TokenStats } from './fake-shop/state';
 import { catalogHandler, FakeCatalog, productImageRoutes, sampleProducts, type FakeProductInit } from './fake-shop/catalog';
 import { CostBuckets, type ThrottleStatus } from './fake-shop/cost';
+import { customersHandler, FakeCustomers, type FakeCustomerInit } from './fake-shop/customers';
 import { accessScopesHandler, pixelHandler, type FakePixel } from './fake-shop/pixels';
 import { deliverWebhook, signWebhook, type SignedWebhook, type WebhookOptions } from './fake-shop/webhooks';
 
 export type { FakeShopInit, FakeShopRecord, TokenStats, GraphqlHandler, SessionTokenClaims, WebhookOptions, SignedWebhook, StorefrontOptions };
 export type { GraphqlRequest } from './fake-shop/graphql';
-export type { FakeProductInit, FakePixel, ScopesUpdatePayload, ThrottleStatus };
+export type { FakeProductInit, FakePixel, ScopesUpdatePayload, ThrottleStatus, FakeCustomerInit };
 export { signOAuthQuery };
 
 export interface FakeShopOptions {
@@ -78,6 +79,11 @@ export interface FakeShop {
   revokeScopes(domain: string, scopes: string[]): ScopesUpdatePayload;
   /** The app's active web pixel on the shop (its id and settings JSON string), or null. */
   webPixel(domain: string): FakePixel | null;
+  /** Adds a customer the Admin API knows (every shop starts with the sandbox storefront's logged-in customer). */
+  addCustomer(domain: string, customer: FakeCustomerInit): void;
+  removeCustomer(domain: string, email: string): boolean;
+  /** customers(query:) calls the shop answered. */
+  customerQueries(domain: string): number;
   /** Adds or replaces a product the Admin API knows (every shop starts with the sample products). */
   addProduct(domain: string, product: FakeProductInit): void;
   removeProduct(domain: string, productId: string): boolean;
@@ -97,7 +103,10 @@ export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
   const costs = new CostBuckets();
   const catalog = new FakeCatalog(() => sampleProducts(url));
   const pixels = new Map<string, FakePixel>();
-  const handlers: GraphqlHandler[] = [catalogHandler(state, catalog, costs), pixelHandler(state, pixels, costs), accessScopesHandler(state, costs), shopQueryHandler];
+  const customers = new FakeCustomers();
+  const handlers: GraphqlHandler[] = [
+    catalogHandler(state, catalog, costs), customersHandler(state, customers, costs), pixelHandler(state, pixels, costs), accessScopesHandler(state, costs), shopQueryHandler,
+  ];
 
   const app = express();
   app.disable('x-powered-by');
@@ -161,6 +170,9 @@ export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
       const pixel = pixels.get(domainOf(domain));
       return pixel ? { ...pixel } : null;
     },
+    addCustomer: (domain, customer) => customers.add(domainOf(domain), customer),
+    removeCustomer: (domain, email) => customers.remove(domainOf(domain), email),
+    customerQueries: (domain) => customers.queries.get(domainOf(domain)) ?? 0,
     addProduct: (domain, product) => catalog.add(domainOf(domain), product),
     removeProduct: (domain, productId) => catalog.remove(domainOf(domain), productId),
     setThrottle: (domain, status) => costs.set(domainOf(domain), status),

@@ -1,5 +1,6 @@
-// The Admin GraphQL lookup behind product images: one `nodes(ids:)` call for every Product and
-// ProductVariant a batch of line items needs, plus the shop's primary domain.
+// The Admin GraphQL lookup behind product images and storefront events: one `nodes(ids:)` call for
+// every Product and ProductVariant a batch needs (handles, titles, images, variant titles, SKUs and
+// prices), plus the shop's primary domain and currency.
 import type { Session } from '@shopify/shopify-api';
 import type { ShopifyApi } from './api';
 import { adminRequest, type AdminResult, type ThrottleTracker } from './admin-graphql';
@@ -9,11 +10,11 @@ export const MAX_NODES_PER_CALL = 250;
 
 export const PRODUCT_IMAGES_QUERY = `#graphql
   query ProductImages($ids: [ID!]!) {
-    shop { primaryDomain { url } }
+    shop { primaryDomain { url } currencyCode }
     nodes(ids: $ids) {
       __typename
-      ... on Product { id handle onlineStoreUrl featuredImage { url } }
-      ... on ProductVariant { id image { url } product { id } }
+      ... on Product { id handle title onlineStoreUrl featuredImage { url } }
+      ... on ProductVariant { id title sku price image { url } product { id } }
     }
   }`;
 
@@ -32,6 +33,7 @@ export function gidNumber(gid: unknown): string | null {
 
 export interface FetchedProduct {
   handle: string | null;
+  title: string | null;
   /** Null when the product is not on the Online Store (no product page to link to). */
   onlineStoreUrl: string | null;
   featuredImage: string | null;
@@ -40,11 +42,17 @@ export interface FetchedProduct {
 export interface FetchedVariant {
   productId: string | null;
   image: string | null;
+  title: string | null;
+  sku: string | null;
+  /** The price in the shop's currency (Shopify's Money scalar, a decimal string). */
+  price: number | null;
 }
 
 export interface ProductLookup {
   /** `https://shop.example` (no trailing slash), or null when Shopify did not say. */
   primaryDomain: string | null;
+  /** The shop's currency (ISO 4217), or null when Shopify did not say. */
+  currency: string | null;
   /** Every requested product id: its data, or null when Shopify has no such product. */
   products: Map<string, FetchedProduct | null>;
   /** Every requested variant id: its data, or null when Shopify has no such variant. */
@@ -52,12 +60,17 @@ export interface ProductLookup {
 }
 
 interface QueryData {
-  shop?: { primaryDomain?: { url?: unknown } | null } | null;
+  shop?: { primaryDomain?: { url?: unknown } | null; currencyCode?: unknown } | null;
   nodes?: Array<Record<string, unknown> | null> | null;
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v.trim() : null);
 const urlOf = (v: unknown): string | null => str((v as { url?: unknown } | null | undefined)?.url);
+/** A Money scalar ("18.50", or a number in older answers) as a number; null when not one. */
+function price(v: unknown): number | null {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? Number(v) : NaN;
+  return Number.isFinite(n) ? n : null;
+}
 
 export function parseLookup(productIds: readonly string[], variantIds: readonly string[], data: QueryData | undefined): ProductLookup {
   const products = new Map<string, FetchedProduct | null>(productIds.map((id) => [id, null]));
@@ -67,13 +80,17 @@ export function parseLookup(productIds: readonly string[], variantIds: readonly 
     const id = gidNumber(node.id);
     if (!id) continue;
     if (node.__typename === 'Product' && products.has(id)) {
-      products.set(id, { handle: str(node.handle), onlineStoreUrl: str(node.onlineStoreUrl), featuredImage: urlOf(node.featuredImage) });
+      products.set(id, { handle: str(node.handle), title: str(node.title), onlineStoreUrl: str(node.onlineStoreUrl), featuredImage: urlOf(node.featuredImage) });
     } else if (node.__typename === 'ProductVariant' && variants.has(id)) {
-      variants.set(id, { productId: gidNumber((node.product as { id?: unknown } | null)?.id), image: urlOf(node.image) });
+      variants.set(id, {
+        productId: gidNumber((node.product as { id?: unknown } | null)?.id), image: urlOf(node.image),
+        title: str(node.title), sku: str(node.sku), price: price(node.price),
+      });
     }
   }
   const domain = urlOf(data?.shop?.primaryDomain);
-  return { primaryDomain: domain ? domain.replace(/\/+$/, '') : null, products, variants };
+  const currency = str(data?.shop?.currencyCode);
+  return { primaryDomain: domain ? domain.replace(/\/+$/, '') : null, currency: currency && /^[A-Z]{3}$/.test(currency) ? currency : null, products, variants };
 }
 
 export interface LookupOptions {
@@ -94,7 +111,7 @@ export async function lookupProducts(
   opts: LookupOptions = {},
 ): Promise<ProductLookup & { calls: number; throttledRetries: number }> {
   const ids = [...productIds.map(productGid), ...variantIds.map(variantGid)];
-  const merged: ProductLookup = { primaryDomain: null, products: new Map(), variants: new Map() };
+  const merged: ProductLookup = { primaryDomain: null, currency: null, products: new Map(), variants: new Map() };
   let calls = 0;
   let throttledRetries = 0;
   for (let i = 0; i < ids.length || (i === 0 && ids.length === 0); i += MAX_NODES_PER_CALL) {
@@ -115,6 +132,7 @@ export async function lookupProducts(
       res.data,
     );
     merged.primaryDomain ??= part.primaryDomain;
+    merged.currency ??= part.currency;
     for (const [k, v] of part.products) merged.products.set(k, v);
     for (const [k, v] of part.variants) merged.variants.set(k, v);
     if (ids.length === 0) break;

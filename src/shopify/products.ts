@@ -14,14 +14,18 @@ import type { ShopifyApi } from './api';
 import { AdminDeadlineError, AdminThrottledError, ThrottleTracker } from './admin-graphql';
 import { describeShopifyError } from './errors';
 import {
-  domainOfUrl, fieldsFor, fromLookup, fromRow, knowsVariant, parseProductDelete, parseProductUpdate, productUrl, toRowData,
+  confirmedVariants, domainOfUrl, fieldsFor, fromLookup, fromRow, knowsVariant, parseProductDelete, parseProductUpdate, productUrl, toRowData,
   type CachedProduct, type LineItemLike, type ProductFields,
 } from './product-cache';
+import { createDescriber, type DescribeResult } from './product-describe';
+import type { ProductRef } from './product-facts';
 import { lookupProducts, type FetchedVariant } from './product-query';
 import { FEATURE_SCOPES, hasScopes } from './scopes';
 import type { OfflineTokens } from './tokens';
 
 export { withProductFields, type LineItemLike, type ProductFields } from './product-cache';
+export type { DescribeResult, DescribeOutcome } from './product-describe';
+export type { Described, ProductFacts, ProductRef } from './product-facts';
 
 export const ENRICH_OUTCOMES = ['hit', 'fetched', 'no_scope', 'timeout', 'throttled', 'failed', 'cooling_off'] as const;
 export type EnrichOutcome = (typeof ENRICH_OUTCOMES)[number];
@@ -47,6 +51,11 @@ export interface ProductCatalog {
   onProductUpdate(shopId: string, payload: unknown): Promise<ProductUpdateResult>;
   /** products/delete: removes the row. True when there was one. */
   onProductDelete(shopId: string, payload: unknown): Promise<boolean>;
+  /**
+   * What Shopify says about products and variants a storefront event names by id (product-describe.ts):
+   * facts, 'unknown' or 'unavailable' per reference. `deadline`: epoch ms (Date.now) to answer by.
+   */
+  describe(shop: EnrichShop, refs: readonly ProductRef[], deadline: number): Promise<DescribeResult>;
 }
 
 export interface ProductCatalogDeps {
@@ -67,6 +76,8 @@ export interface ProductCatalogDeps {
    * longer reads and decrypts the session each time (most shops never grant read_products).
    */
   scopeTtlMs?: number;
+  /** Admin API calls storefront events may cause per shop and minute, in this process. Default 10. */
+  storefrontLookupsPerMinute?: number;
   now?: () => Date;
 }
 
@@ -132,6 +143,18 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
     return (await sessionOf(shop)).scope;
   }
 
+  const describer = createDescriber({
+    db, shopify, logger, ttlMs, now, throttle,
+    lookupsPerMinute: deps.storefrontLookupsPerMinute ?? 10,
+    allowed: async (shop) => hasScopes(await grantedScope(shop).catch(() => undefined), FEATURE_SCOPES.product_images),
+    session: async (shop) => {
+      const session = await sessionOf(shop).catch(() => null);
+      return session && hasScopes(session.scope, FEATURE_SCOPES.product_images) ? session : null;
+    },
+    cooling: { active: (shopId) => (coolingUntil.get(shopId) ?? 0) > now().getTime(), start: (shopId) => void coolingUntil.set(shopId, now().getTime() + coolOffMs) },
+    domains: { remember: (shopId, url) => void domains.set(shopId, { url, at: now().getTime() }), known: knownDomain },
+  });
+
   async function lookup(shop: EnrichShop, items: readonly LineItemLike[], signal: AbortSignal, deadline: number, progress: Progress): Promise<EnrichOutcome> {
     const productIds = unique(items.map((i) => i.product_id));
     if (productIds.length === 0) return 'hit';
@@ -175,12 +198,16 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
       const pid = v?.productId ?? productOfVariant.get(vid)!;
       variantsOf.set(pid, [...(variantsOf.get(pid) ?? []), [vid, v]]);
     }
-    for (const pid of productMisses) updates.push(fromLookup(pid, found.products.get(pid) ?? null, variantsOf.get(pid) ?? [], domain, at));
+    for (const pid of productMisses) updates.push(fromLookup(pid, found.products.get(pid) ?? null, variantsOf.get(pid) ?? [], domain, at, found.currency));
     for (const [pid, variants] of variantsOf) {
       const current = progress.cached.get(pid);
       if (missSet.has(pid) || !current) continue;
       // a fresh row that had not seen this variant: add it, keep the row's age
-      updates.push({ ...current, variantImages: { ...current.variantImages, ...Object.fromEntries(variants.map(([vid, v]) => [vid, v?.image ?? null])) } });
+      updates.push({
+        ...current,
+        variantImages: { ...current.variantImages, ...Object.fromEntries(variants.map(([vid, v]) => [vid, v?.image ?? null])) },
+        variants: { ...current.variants, ...confirmedVariants(pid, variants) },
+      });
     }
     for (const u of updates) progress.cached.set(u.productId, u);
     // The answer stands even if the cache write fails (it is only a cache).
@@ -231,8 +258,12 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
       return { items: fields, outcome, durationMs, apiCalls: progress.apiCalls };
     },
 
+    describe: (shop, refs, deadline) => describer.describe(shop, refs, deadline),
+
     async onProductUpdate(shopId, payload) {
       const update = parseProductUpdate(payload);
+      const changed = update?.productId ?? parseProductDelete(payload);
+      if (changed) describer.forget(shopId, changed);
       if (!update) {
         // not enough to refresh from: forget the row, the next order looks it up
         const productId = parseProductDelete(payload);
@@ -255,9 +286,13 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
       const data = toRowData({
         productId: update.productId,
         handle: update.handle,
+        title: update.title,
+        // not in the payload: the shop's currency as the last lookup said
+        currency: row.currency,
         url: productUrl(domain, update.handle, update.onOnlineStore),
         imageUrl: update.imageUrl,
         variantImages: update.variantImages,
+        variants: update.variants,
         fetchedAt: now(),
       });
       const { count } = await db.productInfo.updateMany({ where: { shopId, productId: update.productId }, data });
@@ -267,6 +302,7 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
     async onProductDelete(shopId, payload) {
       const productId = parseProductDelete(payload);
       if (!productId) return false;
+      describer.forget(shopId, productId);
       const { count } = await db.productInfo.deleteMany({ where: { shopId, productId } });
       return count > 0;
     },

@@ -5,8 +5,11 @@
 export const FEATURE_SCOPES = {
   /** Product images and links in line items: the Admin API's products. */
   product_images: ['read_products'],
-  /** The storefront web pixel: activating it, and the customer events it sends. */
-  storefront_pixel: ['write_pixels', 'read_customer_events'],
+  /**
+   * The storefront web pixel: activating it, the customer events it sends, and Shopify's data of
+   * the products they name (an event's titles, prices and links are Shopify's, never the browser's).
+   */
+  storefront_pixel: ['write_pixels', 'read_customer_events', 'read_products'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type Feature = keyof typeof FEATURE_SCOPES;

@@ -10,6 +10,7 @@ import { describeValue, isEmailAddress } from '../mapping/email';
 import { id, obj } from '../mapping/read';
 import type { Logger } from '../observability/logger';
 import { lowerDue, type DueEntry } from '../outbox/due';
+import type { EmailKeys } from '../pixel/email-keys';
 import { erasePixelData, exportPixelData, visitorsOf } from '../pixel/gdpr';
 import type { ParsedReceipt } from './forward-receipts';
 import { customerRef, payloadConcerns, readJson, receiptConcerns, textNamesEmail, type CustomerRef } from './gdpr-match';
@@ -27,6 +28,8 @@ export interface GdprDeps {
   now?: () => Date;
   /** app/uninstalled: the storefront pixel stops taking the shop's events. */
   onUninstalled?: (shopId: string) => Promise<void>;
+  /** The keys the storefront holds emails by (src/pixel/email-keys.ts). */
+  emailKeys: EmailKeys;
 }
 
 export interface GdprResult {
@@ -140,7 +143,7 @@ export function createGdpr(deps: GdprDeps) {
     await db.$transaction(async (tx) => {
       if (ref.id) await tx.webhookReceipt.updateMany({ where: { shopDomain: r.shopDomain, customerId: ref.id }, data: { customerId: null } });
       const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain }, include: { connection: true } });
-      const devices = shop && ref.email ? await visitorsOf(tx, shop.id, ref.email) : [];
+      const devices = shop && ref.email ? await visitorsOf(tx, shop.id, ref.email, deps.emailKeys) : [];
       await erasePendingReceipts(tx, r.shopDomain, ref, new Set(devices), r.id);
       if (shop) {
         await tx.outboxMessage.deleteMany({ where: customerMessages(shop.id, ref) }); // attempts cascade
@@ -150,7 +153,7 @@ export function createGdpr(deps: GdprDeps) {
         if (ref.id) await tx.customerDigest.deleteMany({ where: { shopId: shop.id, customerId: ref.id } });
         await eraseExports(tx, shop.id, ref);
         if (ref.email) {
-          await erasePixelData(tx, shop.id, devices); // storefront visitors tied to the email, and their waiting events
+          await erasePixelData(tx, shop.id, ref.email, devices, deps.emailKeys); // storefront visitors, claims and trust of the email, and their devices' waiting events
           // a service error naming the address; cleared only if no newer error replaced it meanwhile
           const lastError = shop.connection?.lastError ?? null;
           if (lastError !== null && textNamesEmail(lastError, ref.email)) {
@@ -218,7 +221,7 @@ export function createGdpr(deps: GdprDeps) {
         orders: orders.map((o) => JSON.parse(o.summary) as unknown),
         shipments: fulfillments.map((f) => JSON.parse(f.state) as unknown),
         customer_digest_kept: Boolean(digest),
-        storefront: await exportPixelData(tx, shop.id, ref.email),
+        storefront: await exportPixelData(tx, shop.id, ref.email, deps.emailKeys),
       };
       const row = await tx.dataExport.upsert({
         where: { shopId_requestId: { shopId: shop.id, requestId } },

@@ -90,8 +90,12 @@ describeWithChromium('sandbox storefront with the web pixel', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  const productTitle = (e: WireBatch['events'][number]) =>
-    (e.data as { productVariant?: { product?: { title?: string } } }).productVariant?.product?.title;
+  // the pixel sends a product's ids only (the app takes its title and price from Shopify)
+  const PRODUCT_IDS: Record<string, string> = { 'Aurora Mug': '8101', 'Canvas Tote': '8102' };
+  const productTitle = (e: WireBatch['events'][number]) => {
+    const id = (e.data as { productVariant?: { product?: { id?: string } } }).productVariant?.product?.id;
+    return Object.keys(PRODUCT_IDS).find((title) => PRODUCT_IDS[title] === id);
+  };
 
   it('shows "pixel not active" and loads no pixel while the shop has no pixel key', async () => {
     pixelKey = null;
@@ -189,22 +193,13 @@ describeWithChromium('sandbox storefront with the web pixel', () => {
       expect(batches.filter((b) => b.customer !== null)).toHaveLength(1);
       expect(requests.filter((r) => r.raw.includes(EMAIL))).toHaveLength(1);
 
-      // trimmed, Shopify-shaped data
+      // trimmed, Shopify-shaped data: of a product, its ids only
       const added = events.find((e) => e.name === 'product_added_to_cart')!;
-      expect(added.data).toEqual({
-        cartLine: {
-          quantity: 1,
-          cost: { totalAmount: { amount: 24, currencyCode: 'USD' } },
-          merchandise: {
-            id: '45102', title: 'Default Title', sku: 'TOTE-CNV', price: { amount: 24, currencyCode: 'USD' },
-            image: { src: `${shop.url}/_sandbox/storefront/images/canvas-tote.svg` },
-            product: { id: '8102', title: 'Canvas Tote', url: '/products/canvas-tote', vendor: 'Demo Store', type: 'Bags' },
-          },
-        },
-      });
-      expect(events.find((e) => e.name === 'cart_viewed')!.data).toEqual({ cart: { id: expect.any(String), totalQuantity: 1, cost: { totalAmount: { amount: 24, currencyCode: 'USD' } } } });
+      expect(added.data).toEqual({ cartLine: { quantity: 1, merchandise: { id: '45102', product: { id: '8102' } } } });
+      expect(events.find((e) => e.name === 'cart_viewed')!.data).toEqual({ cart: { id: expect.any(String), totalQuantity: 1 } });
       const checkout = (contact.events[0]!.data as { checkout: Record<string, unknown> }).checkout;
-      expect(Object.keys(checkout).sort()).toEqual(['currencyCode', 'lineItems', 'token', 'totalPrice']);
+      expect(Object.keys(checkout).sort()).toEqual(['token']);
+      expect(requests.filter((r) => /Canvas Tote|Aurora Mug|\$24|"amount"/.test(r.raw))).toEqual([]);
       expect(errors).toEqual([]);
     } finally {
       await context.close();

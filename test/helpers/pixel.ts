@@ -1,9 +1,10 @@
-// Storefront batches as the web pixel sends them (extensions/email-pixel/README.md, wire format),
-// and the steps that make a stack's shop take them.
+// Storefront batches as the web pixel sends them (extensions/email-pixel/README.md, wire format;
+// with the product fields older bundles still send, which the app ignores), and the steps that
+// make a stack's shop take them.
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_SHOP, type Stack } from './stack';
 
-export const PIXEL_SCOPES = ['write_pixels', 'read_customer_events'];
+export const PIXEL_SCOPES = ['write_pixels', 'read_customer_events', 'read_products'];
 
 /** Grants the pixel scopes (signed app/scopes_update) and activates the shop's pixel; returns its key. */
 export async function activatePixel(s: Stack, domain = DEFAULT_SHOP): Promise<string> {
@@ -28,7 +29,22 @@ export interface Product {
 
 export const MUG: Product = { id: '8101', title: 'Aurora Mug', variantId: '45101', price: 18, handle: 'aurora-mug' };
 export const TOTE: Product = { id: '8102', title: 'Canvas Tote', variantId: '45102', price: 24, handle: 'canvas-tote' };
-export const BEANIE: Product = { id: '8103', title: 'Wool Beanie', variantId: '45103', price: 22, handle: 'wool-beanie' };
+export const BEANIE: Product = { id: '8103', title: 'Wool Beanie', variantId: '45103', price: 29.5, handle: 'wool-beanie' };
+
+/** The shop's Admin API knows `email` as a customer's: a claim to it is vouched for by a lookup. */
+export function knownCustomer(s: Stack, email: string, domain = DEFAULT_SHOP): string {
+  s.shop.addCustomer(domain, { email });
+  return email;
+}
+
+/** What Shopify says of a product of the simulated shop (src/sandbox/fake-shop/catalog.ts), as storefront events carry it. */
+export function shopifyProduct(s: Stack, p: Product, domain = DEFAULT_SHOP) {
+  const handle = p.handle ?? p.id;
+  return {
+    product_id: p.id, product_title: p.title, variant_id: p.variantId, variant_title: 'Default Title', price: p.price, currency: 'USD',
+    product_url: `https://${domain}/products/${handle}`, image_url: `${s.shop.url}/_sandbox/product-images/${handle}.svg`,
+  };
+}
 
 const STORE = 'https://demo-store.myshopify.com';
 

@@ -21,6 +21,9 @@ export async function dumpAllTables(db: Db): Promise<Record<string, string>> {
     WebPixel: await db.webPixel.findMany(),
     PixelVisitor: await db.pixelVisitor.findMany(),
     PixelEvent: await db.pixelEvent.findMany(),
+    PixelShopper: await db.pixelShopper.findMany(),
+    PixelClaim: await db.pixelClaim.findMany(),
+    PixelStat: await db.pixelStat.findMany(),
     ReceiptLease: await db.receiptLease.findMany(),
   };
   return Object.fromEntries(Object.entries(tables).map(([k, v]) => [k, JSON.stringify(v, (_key, val) => (typeof val === 'bigint' ? val.toString() : val))]));

@@ -4,7 +4,7 @@
 // the outbox or stays stored after stage 2.
 import { randomUUID } from 'node:crypto';
 import { testProvider } from '../helpers/db';
-import { activatePixel, batch, ev, MUG, postPixel, TOTE } from '../helpers/pixel';
+import { activatePixel, batch, ev, knownCustomer, MUG, postPixel, TOTE } from '../helpers/pixel';
 import { tablesContaining } from '../helpers/rows';
 import { DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';
 
@@ -152,7 +152,7 @@ describe(`POST /pixel/events (${testProvider})`, () => {
     await s.until(() => s.emulator.events({ workspaceId, eventName: 'order_placed' }).length >= 4, 10_000, 'the orders sent during the flood');
     // another shopper of the shop is not limited by the flooder
     const other = randomUUID();
-    expect((await postPixel(s, batch(key, other, [ev.view(TOTE)], { email: 'other.shopper@example.com' }))).status).toBe(204);
+    expect((await postPixel(s, batch(key, other, [ev.view(TOTE)], { email: knownCustomer(s, 'other.shopper@example.com') }))).status).toBe(204);
     await s.until(() => s.emulator.events({ workspaceId, eventName: 'viewed_product', email: 'other.shopper@example.com' }).length === 1, 10_000, 'the other shopper’s view');
     const metrics = await (await fetch(`${s.app.url}/metrics`)).text();
     expect(metrics).toMatch(/^connector_pixel_requests_total\{outcome="rate_limited"\} \d{4}$/m);

@@ -1,6 +1,8 @@
 // Stage 2 of the storefront pixel over the whole stack (real HTTP, real database, emulator):
-// stitching a visitor to the email it gives, the anonymous window, collapsed views, consent,
-// browse and cart abandonment and what cancels them, and GDPR.
+// stitching a visitor to the email it gives once Shopify knows it (here, the shop's customers, as
+// the Admin API answers; test/integration/storefront-trust.test.ts covers the other ways and the
+// forged ones), the anonymous window, collapsed views, consent, browse and cart abandonment and
+// what cancels them, and GDPR.
 import { randomUUID } from 'node:crypto';
 import { Metrics } from '../../src/observability/metrics';
 import { createLogger } from '../../src/observability/logger';
@@ -8,7 +10,7 @@ import { createPixelSweeper } from '../../src/pixel/sweeper';
 import { TestClock } from '../helpers/clock';
 import { testProvider } from '../helpers/db';
 import { turnsOfTheLoopDuring } from '../helpers/loop';
-import { activatePixel, batch, BEANIE, ev, MUG, postPixel, sendBatch, TOTE } from '../helpers/pixel';
+import { activatePixel, batch, BEANIE, ev, knownCustomer, MUG, postPixel, sendBatch, shopifyProduct, TOTE } from '../helpers/pixel';
 import { tablesContaining } from '../helpers/rows';
 import { startStack, type Stack } from '../helpers/stack';
 
@@ -35,8 +37,9 @@ describe(`storefront events (${testProvider})`, () => {
   const messages = (shopId: string, eventName: string) => s.app.db.outboxMessage.findMany({ where: { shopId, eventName }, orderBy: { id: 'asc' } });
   const attrs = (m: { body: string }) => (JSON.parse(m.body) as { event_attribute: Record<string, any> }).event_attribute;
 
-  it('keeps an anonymous visitor’s events until the contact step gives an email, then sends them for it, stitched', async () => {
-    const { key, workspaceId, shopId } = await shop();
+  it('keeps an anonymous visitor’s events until the contact step gives an email Shopify knows, then sends them for it, stitched, with Shopify’s product data', async () => {
+    const { domain, key, workspaceId, shopId } = await shop();
+    knownCustomer(s, 'jane.doe@example.com', domain);
     const client = randomUUID();
     expect(await sendBatch(s, batch(key, client, [ev.page(), ev.view(MUG)]))).toBe(204);
     expect(await sendBatch(s, batch(key, client, [ev.page(), ev.view(TOTE), ev.search('mug')]))).toBe(204);
@@ -53,12 +56,11 @@ describe(`storefront events (${testProvider})`, () => {
     const viewed = sent.filter((e) => e.event_name === 'viewed_product').map((e) => e.event_attribute);
     expect(viewed.map((a) => a.product_title).sort()).toEqual(['Aurora Mug', 'Canvas Tote']);
     expect(viewed.find((a) => a.product_id === MUG.id)).toMatchObject({
-      shop_domain: expect.any(String), source_id: expect.stringMatching(/^pixel:viewed:/), product_id: '8101', variant_id: '45101', price: 18, currency: 'USD',
-      product_url: 'https://demo-store.myshopify.com/products/aurora-mug', image_url: 'https://cdn.example/aurora-mug.png',
+      shop_domain: expect.any(String), source_id: expect.stringMatching(/^pixel:viewed:/), ...shopifyProduct(s, MUG, domain), sku: 'MUG-AUR',
     });
     const added = sent.find((e) => e.event_name === 'added_to_cart')!.event_attribute;
     expect(added).toMatchObject({ product_id: '8102', quantity: 1, line_total: 24, cart_total: 24 });
-    // no query string (it may carry personal data) in anything stored or sent
+    // nothing of the page's or image's query strings (they may carry personal data) is stored or sent
     expect(JSON.stringify(sent)).not.toContain('leak@example.com');
     expect(await tablesContaining(s.app.db, 'leak@example.com')).toEqual([]);
     // the waiting events went; the client id is tied to the email
@@ -90,7 +92,7 @@ describe(`storefront events (${testProvider})`, () => {
 
     const sweeper = createPixelSweeper({ db: s.app.db, logger: createLogger('silent'), metrics: new Metrics(), now: clock.now, chunk: 10 });
     const { value: swept, turns } = await turnsOfTheLoopDuring(() => sweeper.sweep());
-    expect(swept).toEqual(expired);
+    expect(swept).toEqual({ ...expired, claims: 0, shoppers: 0 });
     expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(5);
     expect(await s.app.db.pixelVisitor.count({ where: { shopId } })).toBe(5);
     expect(await s.app.db.pixelEvent.count({ where: { expiresAt: { lte: now } } })).toBe(0);
@@ -103,7 +105,7 @@ describe(`storefront events (${testProvider})`, () => {
   });
 
   it('erases an anonymous visitor’s events unsent once the window has passed; an email given later sends nothing of them', async () => {
-    const { key, workspaceId, shopId } = await shop();
+    const { domain, key, workspaceId, shopId } = await shop();
     const client = randomUUID();
     await sendBatch(s, batch(key, client, [ev.view(MUG), ev.add(MUG)]));
     expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(2);
@@ -114,7 +116,7 @@ describe(`storefront events (${testProvider})`, () => {
     expect((await s.app.sweepPixels()).events).toBeGreaterThanOrEqual(2);
     expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(0);
 
-    await sendBatch(s, batch(key, client, [ev.contact()], { email: 'late@example.com' }));
+    await sendBatch(s, batch(key, client, [ev.contact()], { email: knownCustomer(s, 'late@example.com', domain) }));
     await new Promise((r) => setTimeout(r, 500));
     expect(events(workspaceId)).toEqual([]);
     expect(await s.app.db.outboxMessage.count({ where: { shopId } })).toBe(0);
@@ -123,8 +125,8 @@ describe(`storefront events (${testProvider})`, () => {
   });
 
   it('collapses repeated views: one viewed_product per product and shopper per hour', async () => {
-    const { key, workspaceId, shopId } = await shop();
-    const email = 'repeat@example.com';
+    const { domain, key, workspaceId, shopId } = await shop();
+    const email = knownCustomer(s, 'repeat@example.com', domain);
     const client = randomUUID();
     const t0 = clock.now();
     await sendBatch(s, batch(key, client, [ev.view(MUG, t0), ev.view(MUG, t0), ev.view(TOTE, t0)], { email }));
@@ -160,8 +162,8 @@ describe(`storefront events (${testProvider})`, () => {
   });
 
   it('sends browse_abandoned after the delay with the products viewed', async () => {
-    const { key, workspaceId, shopId } = await shop();
-    const email = 'browser@example.com';
+    const { domain, key, workspaceId, shopId } = await shop();
+    const email = knownCustomer(s, 'browser@example.com', domain);
     const client = randomUUID();
     await sendBatch(s, batch(key, client, [ev.view(MUG)], { email }));
     clock.advance(10 * MIN);
@@ -183,8 +185,8 @@ describe(`storefront events (${testProvider})`, () => {
   });
 
   it('cancels a pending browse abandonment on an add to cart, and a cart abandonment on checkout_started', async () => {
-    const { key, workspaceId, shopId } = await shop();
-    const email = 'cart@example.com';
+    const { domain, key, workspaceId, shopId } = await shop();
+    const email = knownCustomer(s, 'cart@example.com', domain);
     const client = randomUUID();
     await sendBatch(s, batch(key, client, [ev.view(MUG)], { email }));
     expect((await messages(shopId, 'browse_abandoned')).map((m) => m.status)).toEqual(['queued']);
@@ -212,7 +214,7 @@ describe(`storefront events (${testProvider})`, () => {
   it('cancels a pending cart abandonment when an order with the shopper’s email arrives', async () => {
     const { domain, key, shopId } = await shop();
     const order = s.fixture('orders-create');
-    const email = String(order.email).toLowerCase();
+    const email = knownCustomer(s, String(order.email).toLowerCase(), domain);
     await sendBatch(s, batch(key, randomUUID(), [ev.add(MUG)], { email }));
     expect((await messages(shopId, 'cart_abandoned')).map((m) => m.status)).toEqual(['queued']);
     await s.webhook('orders/create', { ...order, checkout_token: null }, { domain, webhookId: `order-${randomUUID()}` });
@@ -222,7 +224,7 @@ describe(`storefront events (${testProvider})`, () => {
   it('an order in the same stage-2 batch as the add to cart cancels the cart abandonment that add starts', async () => {
     const { domain, key, shopId } = await shop();
     const order = s.fixture('orders-create');
-    const email = String(order.email).toLowerCase();
+    const email = knownCustomer(s, String(order.email).toLowerCase(), domain);
     await s.app.processor.stop();
     try {
       expect((await postPixel(s, batch(key, randomUUID(), [ev.add(MUG)], { email }))).status).toBe(204);
@@ -238,7 +240,7 @@ describe(`storefront events (${testProvider})`, () => {
 
   it('customers/redact erases the stitched visitor, its waiting events and its messages; data_request exports them first', async () => {
     const { domain, key, shopId } = await shop();
-    const email = 'forget.me@example.com';
+    const email = knownCustomer(s, 'forget.me@example.com', domain);
     const client = randomUUID();
     const other = randomUUID();
     await sendBatch(s, batch(key, client, [ev.view(MUG), ev.add(MUG)], { email }));
@@ -269,7 +271,7 @@ describe(`storefront events (${testProvider})`, () => {
 
   it('shop/redact erases every visitor and waiting event of the shop (the Shop cascade)', async () => {
     const { domain, key, shopId } = await shop();
-    await sendBatch(s, batch(key, randomUUID(), [ev.view(MUG)], { email: 'shopper@example.com' }));
+    await sendBatch(s, batch(key, randomUUID(), [ev.view(MUG)], { email: knownCustomer(s, 'shopper@example.com', domain) }));
     await sendBatch(s, batch(key, randomUUID(), [ev.view(TOTE)]));
     expect([await s.app.db.pixelVisitor.count({ where: { shopId } }), await s.app.db.pixelEvent.count({ where: { shopId } })]).toEqual([1, 1]);
     await s.webhook('shop/redact', { shop_id: 1, shop_domain: domain }, { domain });

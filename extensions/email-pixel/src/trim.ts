@@ -1,32 +1,20 @@
 // Data minimisation: an event's `data` is cut down to the fields the app uses, keeping Shopify's
-// names and nesting. The shapes below are the whole list; anything else (addresses, phone,
-// the checkout's email, discounts, transactions, ...) never leaves the browser.
+// names and nesting. The shapes below are the whole list; anything else (titles, prices, images,
+// addresses, phone, the checkout's email, discounts, transactions, ...) never leaves the browser.
+// Of a product only its ids travel: the app takes titles, prices and links from Shopify itself.
 
 /** 1: copy a string, number or boolean; an object: recurse; [shape]: an array of that shape. */
 type Shape = 1 | { readonly [key: string]: Shape } | readonly [Shape];
 
-const MONEY = { amount: 1, currencyCode: 1 } as const;
-const PRODUCT_VARIANT = {
-  id: 1,
-  title: 1,
-  sku: 1,
-  price: MONEY,
-  image: { src: 1 },
-  product: { id: 1, title: 1, url: 1, vendor: 1, type: 1 },
-} as const;
+const PRODUCT_VARIANT = { id: 1, product: { id: 1 } } as const;
 
 /** The fields kept under each key of an event's data. Keys not listed are dropped. */
 export const DATA_SHAPE = {
   productVariant: PRODUCT_VARIANT,
-  cartLine: { quantity: 1, cost: { totalAmount: MONEY }, merchandise: PRODUCT_VARIANT },
-  cart: { id: 1, totalQuantity: 1, cost: { totalAmount: MONEY } },
+  cartLine: { quantity: 1, merchandise: PRODUCT_VARIANT },
+  cart: { id: 1, totalQuantity: 1 },
   // no email here: an email is sent only as the batch's `customer`, and only from the contact step
-  checkout: {
-    token: 1,
-    currencyCode: 1,
-    totalPrice: MONEY,
-    lineItems: [{ title: 1, quantity: 1, variant: PRODUCT_VARIANT }],
-  },
+  checkout: { token: 1 },
   searchResult: { query: 1 },
 } as const;
 

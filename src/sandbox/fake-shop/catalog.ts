@@ -1,17 +1,25 @@
 // The fake shop's products for the Admin API: `nodes(ids:)` over Product and ProductVariant gids
-// (handle, onlineStoreUrl, featuredImage, variant image) and `shop { primaryDomain { url } }`,
-// behind the read_products scope and the cost bucket. Every shop starts with the products the
-// sample orders and checkouts of src/sandbox/samples.ts reference (product 8000000000 + k,
-// variant 9000000000 + k); tests add their own. Images are small SVGs served by the fake shop.
+// (handle, title, onlineStoreUrl, featuredImage; variant title, SKU, price, image) and
+// `shop { primaryDomain { url } currencyCode }`, behind the read_products scope and the cost
+// bucket. Every shop starts with the products the sample orders and checkouts of
+// src/sandbox/samples.ts reference (product 8000000000 + k, variant 9000000000 + k) and those of
+// the sandbox storefront (storefront-data.ts); tests add their own. Images are small SVGs served by
+// the fake shop.
 import { Router } from 'express';
 import type { GraphqlHandler } from './graphql';
 import type { FakeShopState } from './state';
 import { accessDenied, grants, type CostBuckets } from './cost';
+import { CATALOG, CURRENCY } from './storefront-data';
 
 export interface FakeVariantInit {
   id: string;
   /** The variant's own image URL; null or absent: none. */
   image?: string | null;
+  /** Default "Default Title", as Shopify names a product's only variant. */
+  title?: string;
+  sku?: string | null;
+  /** In the shop's currency; default 10. */
+  price?: number;
 }
 
 export interface FakeProductInit {
@@ -29,18 +37,23 @@ export interface FakeProductInit {
 const SAMPLE_TITLES = ['Linen Shirt', 'Canvas Tote', 'Wool Beanie', 'Trail Socks'];
 const slug = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
 
-/** The products of the sample payloads; the Canvas Tote's variant has an image of its own. */
+/** The products of the sample payloads (the Canvas Tote's variant has an image of its own), and the storefront's. */
 export function sampleProducts(origin: string): FakeProductInit[] {
-  return SAMPLE_TITLES.map((title, k) => {
+  const samples = SAMPLE_TITLES.map((title, k) => {
     const handle = slug(title);
     return {
       id: String(8_000_000_000 + k),
       handle,
       title,
       image: `${origin}/_sandbox/product-images/${handle}.svg`,
-      variants: [{ id: String(9_000_000_000 + k), image: k === 1 ? `${origin}/_sandbox/product-images/${handle}-natural.svg` : null }],
+      variants: [{ id: String(9_000_000_000 + k), image: k === 1 ? `${origin}/_sandbox/product-images/${handle}-natural.svg` : null, sku: `SKU-${k}`, price: 12 + k }],
     };
   });
+  const storefront = CATALOG.map((p) => ({
+    id: p.productId, handle: p.handle, title: p.title, image: `${origin}/_sandbox/product-images/${p.handle}.svg`,
+    variants: [{ id: p.variantId, sku: p.sku, price: p.price }],
+  }));
+  return [...samples, ...storefront];
 }
 
 export class FakeCatalog {
@@ -92,16 +105,23 @@ export function catalogHandler(state: FakeShopState, catalog: FakeCatalog, costs
         const p = catalog.products(shop.domain).get(m[2]!);
         if (!p) return null;
         const published = p.published ?? true;
-        return { __typename: 'Product', id: gid, handle: p.handle, onlineStoreUrl: published ? `${domain}/products/${p.handle}` : null, featuredImage: p.image ? { url: p.image } : null };
+        return {
+          __typename: 'Product', id: gid, handle: p.handle, title: p.title ?? p.handle,
+          onlineStoreUrl: published ? `${domain}/products/${p.handle}` : null, featuredImage: p.image ? { url: p.image } : null,
+        };
       }
       const found = catalog.variant(shop.domain, m[2]!);
       if (!found) return null;
-      return { __typename: 'ProductVariant', id: gid, image: found.variant.image ? { url: found.variant.image } : null, product: { id: `gid://shopify/Product/${found.product.id}` } };
+      const v = found.variant;
+      return {
+        __typename: 'ProductVariant', id: gid, title: v.title ?? 'Default Title', sku: v.sku ?? null, price: (v.price ?? 10).toFixed(2),
+        image: v.image ? { url: v.image } : null, product: { id: `gid://shopify/Product/${found.product.id}` },
+      };
     };
     // about one point per object asked, as Shopify's cost model
     return costs.charge(shop.domain, 2 + ids.length * 2, () => ({
       data: {
-        ...(/\bshop\s*\{/.test(query) ? { shop: { primaryDomain: { url: domain } } } : {}),
+        ...(/\bshop\s*\{/.test(query) ? { shop: { primaryDomain: { url: domain }, currencyCode: CURRENCY } } : {}),
         nodes: ids.map(node),
       },
     }));

@@ -50,7 +50,7 @@ export interface CartRecord {
   token: string;
   /** variant id → quantity, in insertion order */
   lines: Map<string, number>;
-  checkout?: { token: string; email: string | null };
+  checkout?: { id: number; token: string; email: string | null; createdAt: string };
 }
 
 export function cartLine(p: CatalogProduct, quantity: number, origin: string) {
@@ -120,6 +120,33 @@ export function checkoutObject(cart: CartRecord, origin: string) {
   };
 }
 
+/** The checkouts/create or checkouts/update webhook payload of the cart's checkout, as Shopify sends it. */
+export function checkoutWebhook(cart: CartRecord, origin: string, customer: typeof SANDBOX_CUSTOMER | null) {
+  const checkout = cart.checkout!;
+  const total = cartTotal(cart).toFixed(2);
+  return {
+    id: checkout.id,
+    token: checkout.token,
+    cart_token: cart.token,
+    email: checkout.email ?? customer?.email ?? null,
+    created_at: checkout.createdAt,
+    updated_at: new Date().toISOString(),
+    completed_at: null,
+    currency: CURRENCY,
+    presentment_currency: CURRENCY,
+    total_price: total,
+    subtotal_price: total,
+    abandoned_checkout_url: `${origin}/checkout?recover=${checkout.token}`,
+    line_items: cartLines(cart).map((l) => ({
+      product_id: Number(l.product.productId), variant_id: Number(l.product.variantId), title: l.product.title, variant_title: null,
+      sku: l.product.sku, quantity: l.quantity, price: l.product.price.toFixed(2),
+    })),
+    customer: customer ? { id: Number(customer.id), email: customer.email, first_name: customer.firstName, last_name: customer.lastName } : null,
+  };
+}
+
+let nextCheckoutId = 30_000_000;
+
 /** Carts by token (the `cart` cookie), as the storefront's session would keep them. */
 export class CartStore {
   private readonly carts = new Map<string, CartRecord>();
@@ -138,7 +165,7 @@ export class CartStore {
 
   /** The cart's checkout, created on first visit to the checkout. */
   checkout(cart: CartRecord): NonNullable<CartRecord['checkout']> {
-    cart.checkout ??= { token: randomBytes(16).toString('hex'), email: null };
+    cart.checkout ??= { id: nextCheckoutId++, token: randomBytes(16).toString('hex'), email: null, createdAt: new Date().toISOString() };
     return cart.checkout;
   }
 }

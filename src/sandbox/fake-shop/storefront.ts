@@ -3,12 +3,16 @@
 // publishes Shopify's standard customer events through a stand-in for Shopify's pixel manager
 // (storefront-assets/pixel-host.js), which runs the app's REAL web pixel (built from
 // extensions/email-pixel by its own build function) in a web worker, like the strict sandbox.
+// Like Shopify, the shop knows its logged-in customer (customers.ts) and, with `webhooks`, sends
+// the app signed checkouts/create and checkouts/update webhooks of its checkouts, the contact
+// step's email included: what vouches for the email the pixel reports.
 import fs from 'node:fs';
 import path from 'node:path';
 import express, { Router, type Request, type Response } from 'express';
 import type { FakeShopRecord, FakeShopState } from './state';
+import { deliverWebhook } from './webhooks';
 import {
-  CartStore, CATALOG, SANDBOX_CUSTOMER, cartLine, cartObject, checkoutObject, productByHandle, productByVariant, productVariant, type CartRecord,
+  CartStore, CATALOG, SANDBOX_CUSTOMER, cartLine, cartObject, checkoutObject, checkoutWebhook, productByHandle, productByVariant, productVariant, type CartRecord,
 } from './storefront-data';
 import {
   ADD_TO_CART_SCRIPT, CONTACT_SCRIPT, cartPage, checkoutPage, homePage, layout, productImageSvg, productPage, searchPage, type PageConfig, type PageEvent,
@@ -21,6 +25,8 @@ export interface StorefrontOptions {
   appUrl: string;
   /** The shop whose storefront this is; the first shop by default. */
   shop?: string;
+  /** Sends signed checkouts/create and checkouts/update webhooks to `${appUrl}/webhooks`, as Shopify does. */
+  webhooks?: boolean;
 }
 
 const ASSETS: Record<string, string> = {
@@ -105,6 +111,12 @@ export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions):
     res.type('html').set('cache-control', 'no-store').send(layout(title, { shopName: shop.name, cart, loggedIn: loggedIn(req), config }, main, script));
   };
   const setCartCookie = (res: Response, cart: CartRecord) => res.cookie('cart', cart.token, { path: '/', httpOnly: true, sameSite: 'lax' });
+  /** The checkout's webhook to the app, signed with the app's secret (delivered in the background, as Shopify's). */
+  const sendCheckout = (req: Request, topic: 'checkouts/create' | 'checkouts/update', cart: CartRecord) => {
+    if (!opts.webhooks) return;
+    const payload = checkoutWebhook(cart, originOf(req), loggedIn(req) ? SANDBOX_CUSTOMER : null);
+    deliverWebhook(state.opts.apiSecret, opts.appUrl, { topic, shopDomain: shopRecord().domain, payload }).catch(() => undefined);
+  };
 
   router.get('/', (req, res) => {
     const origin = originOf(req);
@@ -148,7 +160,9 @@ export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions):
   router.get('/checkout', (req, res) => {
     const cart = cartOf(req);
     if (!cart || !cartObject(cart, '')) return void res.redirect('/cart');
+    const created = !cart.checkout;
     carts.checkout(cart);
+    if (created) sendCheckout(req, 'checkouts/create', cart);
     render(req, res, 'Checkout', checkoutPage(cart, cart.checkout!.email), [{ name: 'checkout_started', data: { checkout: checkoutObject(cart, originOf(req)) } }], CONTACT_SCRIPT);
   });
 
@@ -158,6 +172,7 @@ export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions):
     if (!cart?.checkout) return void res.status(404).json({ error: 'no checkout' });
     if (!/^[^\s@]+@[^\s@]+$/.test(email)) return void res.status(422).json({ error: 'invalid email' });
     cart.checkout.email = email;
+    sendCheckout(req, 'checkouts/update', cart);
     res.json({ checkout: checkoutObject(cart, originOf(req)) });
   });
 

@@ -13,6 +13,7 @@ import { sessionTokenMiddleware } from '../../../src/http/session-token';
 import { uiRoutes } from '../../../src/http/ui.routes';
 import { Metrics } from '../../../src/observability/metrics';
 import { fetchGrantedScopes } from '../../../src/shopify/access-scopes';
+import { pixelActivity } from '../../../src/pixel/activity';
 import { createWebPixels } from '../../../src/shopify/web-pixel';
 import { createPermissions, type PermissionsUseCases } from '../../../src/use-cases/permissions';
 import { testConfig } from '../../helpers/config';
@@ -44,7 +45,7 @@ describe('permissions (optional scopes)', () => {
       if (check.topic === 'APP_SCOPES_UPDATE') await permissions.onScopesUpdate(check.domain, JSON.parse(req.body as string));
       res.status(200).end();
     });
-    const app = createApp({ db: h.db, logger: h.logger, metrics: new Metrics(), rawRouters: [hooks], routers: [permissionsRoutes({ auth, permissions, webPixels })] });
+    const app = createApp({ db: h.db, logger: h.logger, metrics: new Metrics(), rawRouters: [hooks], routers: [permissionsRoutes({ auth, permissions, webPixels, pixelActivity: (shopId) => pixelActivity(h.db, shopId, new Date()) })] });
     api = await new Promise<Server>((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });
@@ -67,7 +68,7 @@ describe('permissions (optional scopes)', () => {
       granted: BASE,
       features: [
         { feature: 'product_images', scopes: ['read_products'], granted: false, missing: ['read_products'] },
-        { feature: 'storefront_pixel', scopes: ['write_pixels', 'read_customer_events'], granted: false, missing: ['write_pixels', 'read_customer_events'] },
+        { feature: 'storefront_pixel', scopes: ['write_pixels', 'read_customer_events', 'read_products'], granted: false, missing: ['write_pixels', 'read_customer_events', 'read_products'] },
       ],
     });
     expect((await request(apiUrl).get('/api/permissions')).status).toBe(401);
@@ -99,12 +100,12 @@ describe('permissions (optional scopes)', () => {
   });
 
   it('?refresh=1 reads the granted scopes from Shopify when the webhook has not arrived yet', async () => {
-    h.fake.grantScopes(SHOP, ['write_pixels', 'read_customer_events']); // no webhook sent
+    h.fake.grantScopes(SHOP, ['write_pixels', 'read_customer_events', 'read_products']); // no webhook sent
     expect((await call('get', '/api/permissions')).body.features[1].granted).toBe(false);
     const res = await call('get', '/api/permissions?refresh=1');
     expect(res.status).toBe(200);
-    expect(res.body.features[1]).toEqual({ feature: 'storefront_pixel', scopes: ['write_pixels', 'read_customer_events'], granted: true, missing: [] });
-    expect((await h.sessions.loadSession(`offline_${SHOP}`))!.scope).toBe([...BASE, 'write_pixels', 'read_customer_events'].join(','));
+    expect(res.body.features[1]).toEqual({ feature: 'storefront_pixel', scopes: ['write_pixels', 'read_customer_events', 'read_products'], granted: true, missing: [] });
+    expect((await h.sessions.loadSession(`offline_${SHOP}`))!.scope).toBe([...BASE, 'write_pixels', 'read_customer_events', 'read_products'].join(','));
     expect((await call('get', '/api/permissions?refresh=maybe')).status).toBe(400);
   });
 
@@ -116,12 +117,13 @@ describe('permissions (optional scopes)', () => {
   });
 
   it('POST /api/pixel/activate activates the storefront pixel; GET /api/pixel shows it', async () => {
-    expect((await call('get', '/api/pixel')).body).toEqual({ state: 'none', key: null, web_pixel_id: null, error: null, updated_at: null });
+    const activity = { window_hours: 24, claims_pending: 0, claims_vouched: 0, claims_expired: 0, products_dropped: 0, events_limited: 0 };
+    expect((await call('get', '/api/pixel')).body).toEqual({ state: 'none', key: null, web_pixel_id: null, error: null, updated_at: null, activity });
     const res = await call('post', '/api/pixel/activate');
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ state: 'active', key: expect.any(String), web_pixel_id: expect.any(String) });
     expect(h.fake.webPixel(SHOP)!.settings).toBe(JSON.stringify({ pixelKey: res.body.key }));
-    expect((await call('get', '/api/pixel')).body).toMatchObject({ state: 'active', key: res.body.key });
+    expect((await call('get', '/api/pixel')).body).toMatchObject({ state: 'active', key: res.body.key, activity });
   });
 
   it('in sandbox, "Grant access" has the simulated shop grant the scopes and send a signed app/scopes_update', async () => {

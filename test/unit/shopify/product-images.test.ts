@@ -15,14 +15,15 @@ describe('scopes', () => {
   it('counts a write scope as granting its read scope, never the other way', () => {
     expect(hasScopes('write_products', ['read_products'])).toBe(true);
     expect(hasScopes('read_products', ['write_products'])).toBe(false);
-    expect(missingScopes('read_orders,write_pixels', FEATURE_SCOPES.storefront_pixel)).toEqual(['read_customer_events']);
+    expect(missingScopes('read_orders,write_pixels', FEATURE_SCOPES.storefront_pixel)).toEqual(['read_customer_events', 'read_products']);
+    expect(missingScopes('write_products,write_pixels,read_customer_events', FEATURE_SCOPES.storefront_pixel)).toEqual([]);
   });
 
   it('declares each optional scope once, and the features they turn on', () => {
     expect(OPTIONAL_SCOPES).toEqual(['read_products', 'write_pixels', 'read_customer_events']);
     expect(featuresFor(['read_orders', 'read_products'])).toEqual([
       { feature: 'product_images', scopes: ['read_products'], granted: true, missing: [] },
-      { feature: 'storefront_pixel', scopes: ['write_pixels', 'read_customer_events'], granted: false, missing: ['write_pixels', 'read_customer_events'] },
+      { feature: 'storefront_pixel', scopes: ['write_pixels', 'read_customer_events', 'read_products'], granted: false, missing: ['write_pixels', 'read_customer_events'] },
     ]);
   });
 });
@@ -60,21 +61,24 @@ describe('product cache entries', () => {
     const big = '9007199254740993'; // 2^53 + 1: must not go through a JS number
     expect(gidNumber(`gid://shopify/Product/${big}`)).toBe(big);
     const lookup = parseLookup([big, '2'], ['31'], {
-      shop: { primaryDomain: { url: 'https://shop.example/' } },
+      shop: { primaryDomain: { url: 'https://shop.example/' }, currencyCode: 'EUR' },
       nodes: [
-        { __typename: 'Product', id: `gid://shopify/Product/${big}`, handle: 'linen-shirt', onlineStoreUrl: 'https://shop.example/products/linen-shirt', featuredImage: { url: 'https://cdn.example/a.png' } },
+        { __typename: 'Product', id: `gid://shopify/Product/${big}`, handle: 'linen-shirt', title: 'Linen Shirt', onlineStoreUrl: 'https://shop.example/products/linen-shirt', featuredImage: { url: 'https://cdn.example/a.png' } },
         null,
-        { __typename: 'ProductVariant', id: 'gid://shopify/ProductVariant/31', image: null, product: { id: `gid://shopify/Product/${big}` } },
+        { __typename: 'ProductVariant', id: 'gid://shopify/ProductVariant/31', title: 'M', sku: 'LS-M', price: '49.90', image: null, product: { id: `gid://shopify/Product/${big}` } },
       ],
     });
     expect(lookup.primaryDomain).toBe(domain);
-    expect(lookup.products.get(big)).toEqual({ handle: 'linen-shirt', onlineStoreUrl: 'https://shop.example/products/linen-shirt', featuredImage: 'https://cdn.example/a.png' });
+    expect(lookup.currency).toBe('EUR');
+    expect(lookup.products.get(big)).toEqual({ handle: 'linen-shirt', title: 'Linen Shirt', onlineStoreUrl: 'https://shop.example/products/linen-shirt', featuredImage: 'https://cdn.example/a.png' });
     expect(lookup.products.get('2')).toBeNull();
-    expect(lookup.variants.get('31')).toEqual({ productId: big, image: null });
+    expect(lookup.variants.get('31')).toEqual({ productId: big, image: null, title: 'M', sku: 'LS-M', price: 49.9 });
   });
 
   it('uses the variant image, else the featured image; links only products on the Online Store', () => {
-    const entry = fromLookup('1', { handle: 'tote', onlineStoreUrl: 'x', featuredImage: 'https://cdn.example/tote.png' }, [['11', { productId: '1', image: 'https://cdn.example/tote-red.png' }], ['12', null]], domain, new Date());
+    const variant = { title: 'Red', sku: null, price: 20 };
+    const entry = fromLookup('1', { handle: 'tote', title: 'Tote', onlineStoreUrl: 'x', featuredImage: 'https://cdn.example/tote.png' }, [['11', { productId: '1', image: 'https://cdn.example/tote-red.png', ...variant }], ['12', null]], domain, new Date(), 'USD');
+    expect(entry).toMatchObject({ title: 'Tote', currency: 'USD', variants: { '11': variant } });
     expect(fieldsFor(entry, '11')).toEqual({ image_url: 'https://cdn.example/tote-red.png', product_url: 'https://shop.example/products/tote', product_handle: 'tote' });
     expect(fieldsFor(entry, '12').image_url).toBe('https://cdn.example/tote.png');
     expect(fieldsFor(entry, null).image_url).toBe('https://cdn.example/tote.png');
@@ -92,18 +96,20 @@ describe('product cache entries', () => {
 });
 
 describe('products/update and products/delete payloads', () => {
-  const raw = `{"id":9007199254740993,"handle":"linen-shirt","status":"active","published_at":"2026-01-01T00:00:00Z",
+  const raw = `{"id":9007199254740993,"handle":"linen-shirt","title":"Linen Shirt","status":"active","published_at":"2026-01-01T00:00:00Z",
     "image":{"id":5,"src":"https://cdn.example/front.png"},
     "images":[{"id":5,"position":1,"src":"https://cdn.example/front.png"},{"id":9007199254740995,"position":2,"src":"https://cdn.example/back.png"}],
-    "variants":[{"id":9007199254740997,"image_id":9007199254740995},{"id":42,"image_id":null}]}`;
+    "variants":[{"id":9007199254740997,"image_id":9007199254740995,"title":"M","sku":"LS-M","price":"49.90"},{"id":42,"image_id":null,"title":"L","price":"52.00"}]}`;
 
-  it('reads ids exactly from the raw body, and each variant image through its image_id', () => {
+  it('reads ids exactly from the raw body, each variant image through its image_id, and the titles and prices', () => {
     expect(parseProductUpdate(raw)).toEqual({
       productId: '9007199254740993',
       handle: 'linen-shirt',
+      title: 'Linen Shirt',
       onOnlineStore: true,
       imageUrl: 'https://cdn.example/front.png',
       variantImages: { '9007199254740997': 'https://cdn.example/back.png', '42': null },
+      variants: { '9007199254740997': { title: 'M', sku: 'LS-M', price: 49.9 }, '42': { title: 'L', sku: null, price: 52 } },
     });
   });
 

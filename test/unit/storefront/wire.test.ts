@@ -1,8 +1,10 @@
-// The pure edges of the storefront pipeline: the endpoint's head reader, URL cleaning, stage 2's
-// batch reader, and the token buckets.
+// The pure edges of the storefront pipeline: the endpoint's head reader and client address,
+// stage 2's batch reader, the emails signed webhooks vouch for, email keys, and the token buckets.
 import { readHead } from '../../../src/http/pixel.route';
-import { cleanUrl } from '../../../src/pixel/items';
+import { clientAddress, ipKey } from '../../../src/pixel/client-ip';
+import { createEmailKeys } from '../../../src/pixel/email-keys';
 import { TokenBuckets } from '../../../src/pixel/rate-limit';
+import { vouchedEmails, vouchSourceOf } from '../../../src/pixel/vouch';
 import { MAX_EVENTS_PER_BATCH, readBatch } from '../../../src/pixel/wire';
 
 const AT = new Date('2026-11-23T10:00:00.000Z');
@@ -29,36 +31,71 @@ describe('readHead (stage 1, no JSON parsing)', () => {
   });
 });
 
-describe('cleanUrl', () => {
-  it('keeps http(s) URLs without query string, fragment or credentials; resolves relative ones', () => {
-    expect(cleanUrl('https://user:pw@shop.example/a/b?email=x@y.z&utm=1#frag')).toBe('https://shop.example/a/b');
-    expect(cleanUrl('/products/mug?x=1', 'http://127.0.0.1:4011/products/other?y=2')).toBe('http://127.0.0.1:4011/products/mug');
-    expect(cleanUrl('//cdn.example/i.png?v=1')).toBe('https://cdn.example/i.png');
-    // a port other than the scheme's own stays, the default one goes; a bare origin gets its path
-    expect(cleanUrl('http://shop.example:8080/p?q=1')).toBe('http://shop.example:8080/p');
-    expect(cleanUrl('https://shop.example:443/x#top')).toBe('https://shop.example/x');
-    expect(cleanUrl('https://Shop.Example')).toBe('https://shop.example/');
-    expect(cleanUrl('https://bücher.example/a b/../c?x')).toBe('https://xn--bcher-kva.example/c');
-    for (const bad of ['javascript:alert(1)', 'data:text/html,x', '/relative/without/base', '', 'x'.repeat(3000)]) expect(cleanUrl(bad)).toBeNull();
+describe('the client address of the per-IP limit', () => {
+  it('is the socket peer unless proxies are trusted, then the address the outermost trusted one saw', () => {
+    expect(clientAddress('10.0.0.5', '1.2.3.4', 0)).toBe('10.0.0.5');
+    expect(clientAddress('10.0.0.5', undefined, 1)).toBe('10.0.0.5');
+    // one load balancer: it appended the client; anything the client wrote to the left is ignored
+    expect(clientAddress('10.0.0.5', '1.2.3.4', 1)).toBe('1.2.3.4');
+    expect(clientAddress('10.0.0.5', '6.6.6.6, 1.2.3.4', 1)).toBe('1.2.3.4');
+    // two hops (CDN, then load balancer)
+    expect(clientAddress('10.0.0.5', '6.6.6.6, 1.2.3.4, 172.16.0.9', 2)).toBe('1.2.3.4');
+    expect(clientAddress('10.0.0.5', ['6.6.6.6', '1.2.3.4'], 1)).toBe('1.2.3.4');
+    // fewer entries than hops: the leftmost there is
+    expect(clientAddress('10.0.0.5', '1.2.3.4', 3)).toBe('1.2.3.4');
+  });
+
+  it('keys IPv4 (and IPv4-mapped) addresses as they are, IPv6 ones by their /64', () => {
+    expect(ipKey('::ffff:127.0.0.1')).toBe('127.0.0.1');
+    expect(ipKey('203.0.113.9')).toBe('203.0.113.9');
+    expect(ipKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(ipKey('2001:db8:1:2:bbbb:cccc:dddd:eeee')).toBe('2001:db8:1:2::/64');
+    expect(ipKey('2001:DB8:0001:0002::9')).toBe('2001:db8:1:2::/64');
+    expect(ipKey('::1')).toBe('0:0:0:0::/64');
+    expect(ipKey('not an address')).toBe('not an address');
+  });
+});
+
+describe('emails vouched for by signed webhooks', () => {
+  it('takes customers’, orders’ and checkouts’ valid emails, normalised; nothing of other topics', () => {
+    expect(vouchedEmails('customers/create', { email: ' Jane@Example.COM ' })).toEqual(['jane@example.com']);
+    expect(vouchedEmails('orders/paid', { email: 'a@example.com', contact_email: 'b@example.com', customer: { email: 'A@example.com' } }).sort()).toEqual(['a@example.com', 'b@example.com']);
+    expect(vouchedEmails('checkouts/update', { email: null, customer: { email: 'c@example.com' } })).toEqual(['c@example.com']);
+    expect(vouchedEmails('checkouts/create', { email: 'not-an-email' })).toEqual([]);
+    expect(vouchedEmails('refunds/create', { email: 'a@example.com' })).toEqual([]);
+    expect(vouchedEmails('customers/redact', { customer: { email: 'a@example.com' } })).toEqual([]);
+    expect([vouchSourceOf('orders/create'), vouchSourceOf('customers/update'), vouchSourceOf('checkouts/create'), vouchSourceOf('fulfillments/create')]).toEqual(['order', 'customer', 'checkout', null]);
+  });
+});
+
+describe('email keys', () => {
+  const key = Buffer.alloc(32, 1);
+  const previous = Buffer.alloc(32, 2);
+  it('hold no address, differ per shop, match however the email is written, and find keys of older secrets', () => {
+    const keys = createEmailKeys({ key, previousKeys: [previous] });
+    const k = keys.of('shop-1', 'Jane@Example.com ');
+    expect(k).toBe(keys.of('shop-1', 'jane@example.com'));
+    expect(k).not.toContain('jane');
+    expect(k).not.toBe(keys.of('shop-2', 'jane@example.com'));
+    expect(k).not.toBe(createEmailKeys({ key: previous }).of('shop-1', 'jane@example.com'));
+    expect(keys.all('shop-1', 'jane@example.com')).toEqual([k, createEmailKeys({ key: previous }).of('shop-1', 'jane@example.com')]);
   });
 });
 
 describe('readBatch (stage 2)', () => {
-  it('turns a valid batch into storefront events with clean URLs', () => {
-    const b = readBatch(envelope([view(), { ...view(), id: 'sh-2', name: 'page_viewed', data: {} }]), AT);
+  it('turns a valid batch into storefront events, products by reference only (what an older bundle says of them is ignored)', () => {
+    const add = { id: 'sh-3', name: 'product_added_to_cart', timestamp: AT.toISOString(), data: { cartLine: { quantity: 2, cost: { totalAmount: { amount: 0.01, currencyCode: 'USD' } }, merchandise: variant } } };
+    const b = readBatch(envelope([view(), { ...view(), id: 'sh-2', name: 'page_viewed', data: {} }, add, { ...view(), id: 'sh-4', data: { productVariant: { product: { id: '8102' } } } }]), AT);
     expect(b).toEqual({
       ok: true, key: 'pk_1', clientId: 'client-1', marketing: true, email: null, invalid: 0,
       events: [
-        {
-          kind: 'view', id: 'sh-1', at: AT,
-          product: {
-            product_id: '8101', product_title: 'Aurora Mug', variant_id: '45101', variant_title: 'Default Title', sku: null, price: 18.5, currency: 'USD',
-            product_url: 'https://shop.example/products/aurora-mug', image_url: 'https://cdn.example/mug.png',
-          },
-        },
+        { kind: 'view', id: 'sh-1', at: AT, ref: { product_id: '8101', variant_id: '45101' } },
         { kind: 'other', id: 'sh-2', at: AT },
+        { kind: 'add', id: 'sh-3', at: AT, ref: { product_id: '8101', variant_id: '45101' }, quantity: 2 },
+        { kind: 'view', id: 'sh-4', at: AT, ref: { product_id: '8102', variant_id: null } },
       ],
     });
+    expect(JSON.stringify(b)).not.toMatch(/Aurora|18\.5|cdn\.example|0\.01/);
   });
 
   it('drops events of unknown names or wrong shapes alone, and counts them', () => {

@@ -1,6 +1,9 @@
 // Permissions card: the optional features (product images, storefront pixel), whether the store
 // granted the scopes each needs, a "Grant access" button for a missing one, and the storefront
-// pixel's activation state with "Retry activation".
+// pixel's activation state with "Retry activation" and its trust checks of the last day (emails
+// Shopify confirmed, claims that expired unconfirmed, products dropped, events over a limit).
+// Those counts come with the pixel's state in one answer and always take the same five tiles,
+// so the card does not move when they arrive or change.
 // Granting: in Shopify admin, App Bridge's shopify.scopes.request([...]) opens Shopify's grant
 // modal; in sandbox (no App Bridge) the simulated shop grants them (/_dev/grant-scopes) and, like
 // Shopify, sends app/scopes_update. Either way the card then asks the app to re-read the granted
@@ -14,9 +17,17 @@ const FEATURES = {
   },
   storefront_pixel: {
     title: 'Storefront activity',
-    text: 'A pixel on your online store sends product views, carts and checkout steps, for browse and cart flows.',
+    text: 'A pixel on your online store sends product views, carts and checkout steps, for browse and cart flows. Emails count only once Shopify knows them for your store; product names, prices and links come from Shopify.',
   },
 };
+
+const ACTIVITY = [
+  ['claims_vouched', 'Emails confirmed by Shopify'],
+  ['claims_pending', 'Waiting for Shopify now'],
+  ['claims_expired', 'Expired unconfirmed'],
+  ['products_dropped', 'Unknown products dropped'],
+  ['events_limited', 'Events over a daily limit'],
+];
 
 const PIXEL_STATES = {
   active: ['success', 'Active'],
@@ -89,6 +100,15 @@ export function mountPermissions(card, ctx) {
       pixel?.error ? h('span', { class: pixel.state === 'error' ? 'text-critical' : 'subdued' }, pixel.error) : null);
   }
 
+  /** The last day's trust counts: five tiles, '—' until known. */
+  function activityLine(activity) {
+    return h('div', { class: 'pixel-activity', dataset: { pixelActivity: activity ? 'loaded' : 'none' } },
+      h('p', { class: 'help' }, `Storefront checks, last ${activity?.window_hours ?? 24} hours`),
+      h('dl', { class: 'stats stats--compact' }, ACTIVITY.map(([key, label]) => h('div', { class: 'stat', dataset: { count: key } },
+        h('dt', { class: 'stat__label' }, label),
+        h('dd', { class: 'stat__value' }, activity && Number.isFinite(activity[key]) ? String(activity[key]) : '\u2014')))));
+  }
+
   function row(feature, pixel) {
     const info = FEATURES[feature.feature] ?? { title: feature.feature, text: '' };
     const control = feature.granted
@@ -98,7 +118,8 @@ export function mountPermissions(card, ctx) {
       h('div', { class: 'switch-row__text' },
         h('span', { class: 'switch-row__label' }, info.title),
         h('p', { class: 'help' }, info.text, ' ', h('span', { class: 'topics' }, `Needs ${feature.scopes.join(', ')}`)),
-        feature.feature === 'storefront_pixel' && feature.granted ? pixelLine(pixel) : null),
+        feature.feature === 'storefront_pixel' && feature.granted ? pixelLine(pixel) : null,
+        feature.feature === 'storefront_pixel' && feature.granted ? activityLine(pixel?.activity ?? null) : null),
       h('div', { class: 'switch-row__control' }, control));
   }
 

@@ -1,0 +1,32 @@
+// The storefront's trust checks of the last day, for the admin page's storefront card: claims to
+// an email pending now, and per-hour counts (PixelStat) of the last 24 hours: claims vouched,
+// claims expired unvouched, products dropped as unknown, events over a per-email limit.
+import type { Db } from '../db/client';
+
+export interface PixelActivity {
+  window_hours: number;
+  claims_pending: number;
+  claims_vouched: number;
+  claims_expired: number;
+  products_dropped: number;
+  events_limited: number;
+}
+
+const HOUR_MS = 3_600_000;
+export const ACTIVITY_HOURS = 24;
+
+export async function pixelActivity(db: Db, shopId: string, now: Date): Promise<PixelActivity> {
+  const hour = Math.floor(now.getTime() / HOUR_MS);
+  const [pending, sums] = await Promise.all([
+    db.pixelClaim.count({ where: { shopId, expiresAt: { gt: now } } }),
+    db.pixelStat.aggregate({ where: { shopId, hour: { gt: hour - ACTIVITY_HOURS } }, _sum: { vouched: true, expired: true, dropped: true, limited: true } }),
+  ]);
+  return {
+    window_hours: ACTIVITY_HOURS,
+    claims_pending: pending,
+    claims_vouched: sums._sum.vouched ?? 0,
+    claims_expired: sums._sum.expired ?? 0,
+    products_dropped: sums._sum.dropped ?? 0,
+    events_limited: sums._sum.limited ?? 0,
+  };
+}
