@@ -70,7 +70,7 @@ async function measure(provider: Provider): Promise<Array<string | number>> {
       });
       const claim = await timeIt(SAMPLES, async () => {
         const t = performance.now();
-        const batch = await repo.claim(shopId, 'bench', 3, new Date(), 30_000);
+        const batch = await repo.claim(shopId, 'bench', [3, 0, 0, 0], new Date(), 30_000);
         const ms = performance.now() - t;
         if (batch.length !== 3) throw new Error(`claim returned ${batch.length} rows`);
         await repo.release(batch.map((m) => m.id), 'bench');

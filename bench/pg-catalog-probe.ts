@@ -10,7 +10,7 @@ import { createBenchDatabase, fmt, runMain } from './lib';
 
 // the first statements of a delivery lane, in shape: claim, lease, pacer, context
 const FIRST = [
-  `SELECT "id" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = 'x' AND "lane" IN (0, 1) AND "runAt" <= now() ORDER BY "lane", "runAt", "id" LIMIT 3`,
+  `SELECT "id" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = 'x' AND "deliveryClass" = 0 AND "runAt" <= now() ORDER BY "runAt", "id" LIMIT 3`,
   `UPDATE "ShopDue" SET "leasedBy" = NULL WHERE "shopId" = 'x'`,
   `UPDATE "WorkspacePacer" SET "nextSendUs" = 0 WHERE "workspaceId" = 'x'`,
   `SELECT "s"."id" FROM "Shop" AS "s" LEFT JOIN "Connection" AS "c" ON "c"."shopId" = "s"."id" WHERE "s"."domain" = 'x'`,

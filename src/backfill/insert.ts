@@ -22,11 +22,11 @@ export async function insertIgnoringExisting(tx: Tx, provider: DbProvider, messa
       const r = toRow(m, opts);
       const runAt = sql.ts(new Date(r.runAt as Date));
       const dueAt = sql.ts(new Date(r.dueAt as Date));
-      return Prisma.sql`(${r.shopId}, ${r.sourceId}, ${r.kind ?? 'event'}, ${r.topic}, ${r.eventName}, ${sql.int(r.lane ?? 0)}, ${r.email ?? null}, ${r.customerId ?? null},
+      return Prisma.sql`(${r.shopId}, ${r.sourceId}, ${r.kind ?? 'event'}, ${r.topic}, ${r.eventName}, ${sql.int(r.deliveryClass ?? 0)}, ${r.email ?? null}, ${r.customerId ?? null},
         ${r.checkoutToken ?? null}, ${r.orderId ?? null}, ${r.body}, ${r.status ?? 'queued'}, ${r.heldReason ?? null}, ${runAt}, ${dueAt}, ${r.backfillId ?? null}, ${at}, ${at})`;
     });
     const rows = await tx.$queryRaw<{ id: number }[]>(Prisma.sql`
-      INSERT INTO "OutboxMessage" ("shopId", "sourceId", "kind", "topic", "eventName", "lane", "email", "customerId",
+      INSERT INTO "OutboxMessage" ("shopId", "sourceId", "kind", "topic", "eventName", "deliveryClass", "email", "customerId",
         "checkoutToken", "orderId", "body", "status", "heldReason", "runAt", "dueAt", "backfillId", "createdAt", "updatedAt")
       VALUES ${Prisma.join(values)}
       ON CONFLICT ("shopId", "sourceId") DO NOTHING

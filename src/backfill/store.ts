@@ -6,6 +6,7 @@
 import type { Backfill, Prisma } from '@prisma/client';
 import type { Db, DbProvider } from '../db/client';
 import type { NewMessage } from '../mapping';
+import { HISTORY } from '../outbox/classes';
 import { parseStoredSettings, type Settings } from '../settings/settings';
 import { insertIgnoringExisting } from './insert';
 import { totals, type Kind, type Progress } from './progress';
@@ -86,7 +87,7 @@ export class BackfillStore {
   }
 
   /**
-   * One batch, atomically: fence, insert the messages not yet in the outbox (lane 1, tagged
+   * One batch, atomically: fence, insert the messages not yet in the outbox (the history class, tagged
    * with the backfill), save the progress that points past them. Null when the fence failed.
    */
   async commit(input: CommitInput): Promise<{ inserted: number; progress: Progress } | null> {
@@ -105,7 +106,7 @@ export class BackfillStore {
           const sent = new Set(live.map((l) => l.orderId));
           fresh = messages.filter((m) => !m.orderId || !sent.has(m.orderId));
         }
-        const inserted = await insertIgnoringExisting(tx, this.provider, fresh, { shopId: backfill.shopId, status: 'queued', heldReason: null, lane: 1, backfillId: backfill.id }, this.now());
+        const inserted = await insertIgnoringExisting(tx, this.provider, fresh, { shopId: backfill.shopId, status: 'queued', heldReason: null, history: true, backfillId: backfill.id }, this.now());
         const progress = input.progress(inserted, messages.length - fresh.length);
         const t = totals(progress, input.kinds);
         await tx.backfill.update({
@@ -153,11 +154,11 @@ export class BackfillStore {
     };
   }
 
-  /** Historical messages of the shop not yet sent: queued or claimed (index: status, shopId, lane). */
+  /** Historical messages of the shop not yet sent: queued or claimed (index: status, shopId, deliveryClass). */
   queuedHistorical(shopId: string): Promise<number> {
     // 'delivering' too: the worker claims a batch ahead of its paced sends, and those are
     // still the queue the reader must wait for
-    return this.db.outboxMessage.count({ where: { status: { in: ['queued', 'delivering'] }, shopId, lane: 1 } });
+    return this.db.outboxMessage.count({ where: { status: { in: ['queued', 'delivering'] }, shopId, deliveryClass: HISTORY } });
   }
 
   /** The running backfill of a shop that waits on this bulk operation, if any. */

@@ -109,6 +109,18 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly classSends = new Counter({
+    name: 'connector_class_sends_total',
+    help: 'Requests sent to the email service, by delivery class (critical, triggers, behaviour, history)',
+    labelNames: ['class'] as const,
+    registers: [this.registry],
+  });
+  readonly classExpired = new Counter({
+    name: 'connector_class_expired_total',
+    help: 'Messages expired unsent past their class’s maximum useful age, by delivery class',
+    labelNames: ['class'] as const,
+    registers: [this.registry],
+  });
   readonly loopFailures = new Counter({
     name: 'connector_background_failures_total',
     help: 'Failures of background loops (lane, worker_pass, stage2, pixel_sweep, backfill, key_check, key_rotation), each followed by a growing wait',

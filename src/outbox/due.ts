@@ -52,22 +52,19 @@ const NEXT_WAKE: StatementBuilder = (p) => `
   SELECT (SELECT MIN("dueAt") FROM "ShopDue" WHERE "dueAt" > ${p(1, 'timestamp')}) AS "future",
          (SELECT MIN("leasedUntil") FROM "ShopDue" WHERE "dueAt" <= ${p(1, 'timestamp')} AND "leasedUntil" > ${p(1, 'timestamp')}) AS "lease"`;
 // A lane's end, in one statement: the shop's due time becomes its earliest queued runAt (one
-// index probe per lane: live 0, import 1), no sooner than parameter 3 (a pause, or now for a
+// index probe per delivery class), no sooner than parameter 3 (a pause, a backoff, or now for a
 // shop that used its turn), and the lease is given up. Fenced on the version as the statement's
 // snapshot saw it: on PostgreSQL a writer that lowered the due time after that snapshot changed
 // the version, so the row no longer matches and no row comes back (the lane looks again); on
 // SQLite the statement holds the only write lock. Parameters: 1 shop, 2 worker, 3 not before.
 // Per row: on PostgreSQL the ends of concurrent lanes go in one statement (Coalescer).
-// (It used to be a read and a fenced write: one round trip more for every lane.)
 const RELEASE = perRow(
   (c, rows) => `
   UPDATE "ShopDue" SET "leasedBy" = NULL, "leasedUntil" = NULL, "dueAt" = (
     SELECT CASE WHEN MIN("m") IS NOT NULL AND ${c(3, 'timestamp')} IS NOT NULL AND ${c(3, 'timestamp')} > MIN("m") THEN ${c(3, 'timestamp')} ELSE MIN("m") END
-    FROM (
-      SELECT MIN("runAt") AS "m" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${c(1)} AND "lane" = 0
-      UNION ALL
-      SELECT MIN("runAt") AS "m" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${c(1)} AND "lane" = 1
-    ) AS "lanes")
+    FROM (${[0, 1, 2, 3]
+      .map((k) => `SELECT MIN("runAt") AS "m" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${c(1)} AND "deliveryClass" = ${k}`)
+      .join(' UNION ALL ')}) AS "classes")
   ${rows ? `FROM ${rows}` : ''}
   WHERE "ShopDue"."shopId" = ${c(1)} AND "leasedBy" = ${c(2)} AND "version" = (SELECT "x"."version" FROM "ShopDue" AS "x" WHERE "x"."shopId" = ${c(1)})
   RETURNING "ShopDue"."shopId", "dueAt"`,

@@ -15,23 +15,29 @@ import { perRowCall } from '../db/group-commit';
 import type { RateInfo } from '../service/types';
 import { rawOf, type Db, type DbProvider } from '../db/client';
 import { perRow, prepare, rawDate, rawTimestamp, runRows, type RawStatement, type StatementBuilder } from '../db/raw';
+import { USAGE_DECAY, type ClassIndex, type Usage } from './classes';
 import { clamp, RETRY_AFTER_MAX_MS } from './retry-policy';
 import { Sql } from './sql';
 
 // Parameters: 1 now (µs), 2 now (timestamp), 3 catch-up tolerance (µs), 4 (1000 + guard) × 1000,
-// 5 this take's token, 6 workspace. Per row: on PostgreSQL the takes of concurrent lanes go in
-// one statement, one row per workspace (Coalescer). SET expressions all read the row as it was
-// before the update.
+// 5 this take's token, 6 workspace, 7 the send's delivery class (-1: not a delivery). A take also
+// moves the workspace's usage per class (classes.ts): every count decays, the send's class gains
+// one. Per row: on PostgreSQL the takes of concurrent lanes go in one statement, one row per
+// workspace (Coalescer). SET expressions all read the row as it was before the update.
+const USAGE_COLUMNS = ['usageCritical', 'usageTriggers', 'usageBehaviour', 'usageHistory'] as const;
 const TAKE = perRow((c, rows, provider) => {
   // a function, not a string: each use must declare its parameters (SQLite binds them in order)
   const ok = () => `"nextSendUs" <= ${c(1, 'bigint')} AND ("pausedUntil" IS NULL OR "pausedUntil" <= ${c(2, 'timestamp')})`;
+  const usage = (col: string, k: number) =>
+    `"${col}" = CASE WHEN ${ok()} AND ${c(7, 'integer')} >= 0 THEN "${col}" * ${USAGE_DECAY} + CASE WHEN ${c(7, 'integer')} = ${k} THEN 1 ELSE 0 END ELSE "${col}" END`;
   return `
   UPDATE "WorkspacePacer" SET
     "nextSendUs" = CASE WHEN ${ok()}
       THEN ${provider === 'postgres' ? 'GREATEST' : 'MAX'}("nextSendUs", ${c(1, 'bigint')} - ${c(3, 'bigint')}) + ((${c(4, 'bigint')} + "limitPerSec" - 1) / "limitPerSec") ELSE "nextSendUs" END,
+    ${USAGE_COLUMNS.map(usage).join(',\n    ')},
     "takenBy" = CASE WHEN ${ok()} THEN ${c(5)} ELSE "takenBy" END
   ${rows ? `FROM ${rows}` : ''} WHERE "workspaceId" = ${c(6)}
-  RETURNING "workspaceId", "nextSendUs", "limitPerSec", "pausedUntil", "takenBy"`;
+  RETURNING "workspaceId", "nextSendUs", "limitPerSec", "pausedUntil", "takenBy", ${USAGE_COLUMNS.map((col) => `"${col}"`).join(', ')}`;
 });
 
 // A take answered late is moved to the moment it is really used, when no one has taken a send
@@ -71,7 +77,14 @@ interface TakeRow {
   limitPerSec: number;
   pausedUntil: unknown;
   takenBy: string | null;
+  usageCritical: number;
+  usageTriggers: number;
+  usageBehaviour: number;
+  usageHistory: number;
 }
+
+const usageOf = (row: Partial<Record<(typeof USAGE_COLUMNS)[number], unknown>> | null | undefined): Usage =>
+  USAGE_COLUMNS.map((col) => Number(row?.[col] ?? 0)) as Usage;
 
 export const DEFAULT_LIMIT = 10;
 /** Room for the jitter between a request leaving and the service counting it. */
@@ -94,11 +107,15 @@ export interface PacerOptions {
   onEvent?: (event: PacerEvent) => void;
 }
 
-/** ok: the send was taken at `at` (epoch ms), under `token`. */
-export type Take = { ok: true; limit: number; token: string; at: number } | { ok: false; retryAt: number; pausedUntil: Date | null };
+/** ok: the send was taken at `at` (epoch ms), under `token`; `usage` is the workspace's per class after it. */
+export type Take = { ok: true; limit: number; token: string; at: number; usage: Usage } | { ok: false; retryAt: number; pausedUntil: Date | null };
 
-/** ok: send now (the turn is spaced from `at`; pass it to sent()). busy: no send free before `until` (epoch ms). paused: the service blocks the workspace. */
-export type TakeSend = { kind: 'ok'; at: number; token: string } | { kind: 'busy'; until: number } | { kind: 'paused'; until: Date } | { kind: 'stopped' };
+/**
+ * ok: send now (the turn is spaced from `at`; pass it to sent()); `usage` is the workspace's per
+ * class after this send. busy: no send free before `until` (epoch ms). paused: the service blocks
+ * the workspace.
+ */
+export type TakeSend = { kind: 'ok'; at: number; token: string; usage: Usage } | { kind: 'busy'; until: number } | { kind: 'paused'; until: Date } | { kind: 'stopped' };
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -123,7 +140,7 @@ export class Pacer {
   private readonly takeStatement: RawStatement<TakeRow>;
   private readonly reanchorStatement: RawStatement<{ workspaceId: string }>;
   /** A take and a move: on PostgreSQL those of concurrent lanes share one statement. */
-  private readonly takeOne: (take: { workspaceId: string; token: string }) => Promise<{ row?: TakeRow; nowMs: number }>;
+  private readonly takeOne: (take: { workspaceId: string; token: string; cls: number }) => Promise<{ row?: TakeRow; nowMs: number }>;
   private readonly moveOne: (move: { workspaceId: string; token: string; at: () => number }) => Promise<boolean>;
   private readonly ensureStatement: RawStatement<{ limitPerSec: number }>;
   private readonly setLimitStatement: RawStatement<never>;
@@ -157,16 +174,16 @@ export class Pacer {
    * and the workspace is not paused (it then moves one interval on); otherwise retryAt says
    * when to try again (epoch ms), and pausedUntil is set while the service blocks the workspace.
    */
-  async tryTake(workspaceId: string): Promise<Take> {
+  async tryTake(workspaceId: string, cls: ClassIndex | -1 = -1): Promise<Take> {
     await this.ensureRow(workspaceId);
     const token = `${this.tokenPrefix}${(this.takesMade++).toString(36)}`;
-    const { row, nowMs } = await this.takeOne({ workspaceId, token });
+    const { row, nowMs } = await this.takeOne({ workspaceId, token, cls });
     if (!row) {
       // the row went with its last shop (shop/redact): create it again on the next try
       this.known.delete(workspaceId);
       return { ok: false, retryAt: nowMs + 1, pausedUntil: null };
     }
-    if (row.takenBy === token) return { ok: true, limit: Number(row.limitPerSec), token, at: nowMs };
+    if (row.takenBy === token) return { ok: true, limit: Number(row.limitPerSec), token, at: nowMs, usage: usageOf(row) };
     const paused = rawDate(row.pausedUntil);
     const pausedUntil = paused && paused.getTime() > nowMs ? paused : null;
     const next = Math.ceil(Number(row.nextSendUs) / 1000);
@@ -181,18 +198,18 @@ export class Pacer {
    * Says 'paused' while the service blocks the workspace, 'busy' when no send is free within
    * maxWaitMs (with when one is), and 'stopped' when shouldStop() turns true while waiting.
    */
-  async takeSend(workspaceId: string, opts: { maxWaitMs?: number; shouldStop?: () => boolean; wait?: (ms: number) => Promise<void> } = {}): Promise<TakeSend> {
+  async takeSend(workspaceId: string, opts: { maxWaitMs?: number; shouldStop?: () => boolean; wait?: (ms: number) => Promise<void>; cls?: ClassIndex } = {}): Promise<TakeSend> {
     const deadline = opts.maxWaitMs === undefined ? Infinity : this.now() + opts.maxWaitMs;
     const wait = opts.wait ?? sleep;
     for (;;) {
       if (opts.shouldStop?.()) return { kind: 'stopped' };
-      const t = await this.tryTake(workspaceId);
+      const t = await this.tryTake(workspaceId, opts.cls ?? -1);
       if (t.ok) {
         const at = await this.onTime(workspaceId, t.token, t.at);
         if (at !== null) {
           this.noteSend(workspaceId, this.now());
           this.onEvent('sent');
-          return { kind: 'ok', at, token: t.token };
+          return { kind: 'ok', at, token: t.token, usage: t.usage };
         }
         this.onEvent('late');
         continue;
@@ -243,12 +260,12 @@ export class Pacer {
    * statement has its connection (a wait for the SQLite lock or a pool client does not count
    * against the tolerance, only the answer's way back does). SQLite: one take.
    */
-  private async runTakes(takes: Array<{ workspaceId: string; token: string }>): Promise<Array<{ row?: TakeRow; nowMs: number }>> {
+  private async runTakes(takes: Array<{ workspaceId: string; token: string; cls: number }>): Promise<Array<{ row?: TakeRow; nowMs: number }>> {
     let nowMs = 0;
     const rows = await runRows(this.takeStatement, this.provider, () => {
       nowMs = this.now();
       const now = [Math.round(nowMs * 1000), rawTimestamp(this.provider, new Date(nowMs)), this.toleranceMs * 1000, this.perSendUs];
-      return takes.map((t) => [...now, t.token, t.workspaceId]);
+      return takes.map((t) => [...now, t.token, t.workspaceId, t.cls]);
     });
     const byWorkspace = new Map(rows.map((r) => [r.workspaceId, r]));
     return takes.map((t) => ({ row: byWorkspace.get(t.workspaceId), nowMs }));
@@ -357,10 +374,13 @@ export class Pacer {
     return Math.max(Math.ceil(Number(row?.nextSendUs ?? 0) / 1000), row?.pausedUntil?.getTime() ?? 0);
   }
 
-  /** The workspace's limit and any pause still in force, in one read. */
-  async state(workspaceId: string): Promise<{ limit: number; pausedUntil: Date | null }> {
-    const row = await this.sql.db.workspacePacer.findUnique({ where: { workspaceId }, select: { limitPerSec: true, pausedUntil: true } });
+  /** The workspace's limit, any pause still in force, and its usage per class, in one read. */
+  async state(workspaceId: string): Promise<{ limit: number; pausedUntil: Date | null; usage: Usage }> {
+    const row = await this.sql.db.workspacePacer.findUnique({
+      where: { workspaceId },
+      select: { limitPerSec: true, pausedUntil: true, usageCritical: true, usageTriggers: true, usageBehaviour: true, usageHistory: true },
+    });
     const until = row?.pausedUntil ?? null;
-    return { limit: row?.limitPerSec ?? DEFAULT_LIMIT, pausedUntil: until && until.getTime() > this.now() ? until : null };
+    return { limit: row?.limitPerSec ?? DEFAULT_LIMIT, pausedUntil: until && until.getTime() > this.now() ? until : null, usage: usageOf(row) };
   }
 }

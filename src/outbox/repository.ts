@@ -11,10 +11,11 @@ import { Prisma } from '@prisma/client';
 import { commitsOnDisk, rawOf, type Db, type DbProvider } from '../db/client';
 import { Coalescer, perRowCall } from '../db/group-commit';
 import { compileSqlite, execCompiled, perRow, prepare, rawDate, rawTimestamp, runRows, type Param, type RawStatement, type StatementBuilder } from '../db/raw';
+import type { ClassIndex } from './classes';
 import { sendCapReason } from './retry-policy';
 import { Sql } from './sql';
 
-export type MessageStatus = 'queued' | 'delivering' | 'delivered' | 'delivered_unconfirmed' | 'held' | 'dead' | 'cancelled' | 'skipped';
+export type MessageStatus = 'queued' | 'delivering' | 'delivered' | 'delivered_unconfirmed' | 'held' | 'dead' | 'cancelled' | 'skipped' | 'expired';
 export type HeldReason = 'invalid_key' | 'disconnected' | 'uninstalled' | 'key_unreadable';
 
 /** Default cap on sends per message that may have reached the service (MAX_SENDS_PER_MESSAGE). */
@@ -39,7 +40,9 @@ export interface ClaimedMessage {
   id: number;
   shopId: string;
   kind: string;
-  lane: number;
+  eventName: string;
+  /** The delivery class (classes.ts). */
+  deliveryClass: ClassIndex;
   email: string | null;
   body: string;
   attempts: number;
@@ -49,35 +52,54 @@ export interface ClaimedMessage {
   lockedUntil: Date | null;
 }
 
-const CLAIMED_COLUMNS = ['id', 'shopId', 'kind', 'lane', 'email', 'body', 'attempts', 'sends', 'runAt', 'dueAt', 'lockedUntil'] as const;
+const CLAIMED_COLUMNS = ['id', 'shopId', 'kind', 'eventName', 'deliveryClass', 'email', 'body', 'attempts', 'sends', 'runAt', 'dueAt', 'lockedUntil'] as const;
 type ClaimedRow = Record<(typeof CLAIMED_COLUMNS)[number], unknown>;
+const CLASSES = [0, 1, 2, 3] as const;
 
-// Claims in one statement, counting the attempt and the send, and returns the rows. Parameters:
-// 1 worker, 2 locked until, 3 now, 4 shop, 5 limit. Only columns of the (status, shopId, lane,
-// runAt, id) index in the WHERE: one more (the send count) made SQLite sort the whole due
-// backlog; `lane IN (0, 1)` lets it seek both lanes in index order. SQLite; PostgreSQL: CLAIM_PG.
+/** The shop's due messages of one class, oldest due first, through the (status, shopId, deliveryClass, runAt, id) index. */
+const DUE_OF_CLASS = (shop: string, cls: number, now: string) =>
+  `SELECT "id" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${shop} AND "deliveryClass" = ${cls} AND "runAt" <= ${now}`;
+
+// How many messages of each class the shop has due (counted up to a cap: the batch needs no more),
+// and whether another shop of its workspace has any due of that class (the workspace's budget is
+// shared). Index probes only. Parameters: 1 shop, 2 now, 3 cap, 4 workspace. Per row: on PostgreSQL
+// those of concurrent lanes go in one statement.
+const DUE_BY_CLASS = perRow((c, rows) => {
+  const own = (k: number) =>
+    `(SELECT COUNT(*) FROM (${DUE_OF_CLASS(c(1), k, c(2, 'timestamp'))} LIMIT ${c(3, 'integer')}) AS "x") AS "d${k}"`;
+  const others = (k: number) => `(SELECT COUNT(*) FROM "Connection" AS "o" WHERE "o"."workspaceId" = ${c(4)} AND "o"."shopId" <> ${c(1)}
+      AND EXISTS (${DUE_OF_CLASS('"o"."shopId"', k, c(2, 'timestamp'))})) AS "o${k}"`;
+  return `SELECT ${c(1)} AS "shopId", ${CLASSES.map(own).join(', ')}, ${CLASSES.map(others).join(', ')} ${rows ? `FROM ${rows}` : ''}`;
+});
+
+// Claims in one statement, counting the attempt and the send, and returns the rows: up to k0..k3
+// due messages of each class, oldest due first within each. Parameters: 1 worker, 2 locked until,
+// 3 now, 4 shop, 5..8 how many of each class. Only columns of the (status, shopId, deliveryClass,
+// runAt, id) index in each class's WHERE: one more (the send count) made SQLite sort the whole due
+// backlog. SQLite runs it under its one write lock; PostgreSQL: CLAIM_PG, whose outer WHERE checks
+// the status again, so a row another claimer took meanwhile is skipped, never taken twice.
 const CLAIM_SET = (worker: string, until: string, now: string) =>
   `"status" = 'delivering', "attempts" = "attempts" + 1, "sends" = "sends" + 1, "lockedBy" = ${worker}, "lockedUntil" = ${until}, "updatedAt" = ${now}`;
-const CLAIM_DUE = (shop: string, now: string, limit: string) => `
-    SELECT "id" FROM "OutboxMessage"
-    WHERE "status" = 'queued' AND "shopId" = ${shop} AND "lane" IN (0, 1) AND "runAt" <= ${now}
-    ORDER BY "lane", "runAt", "id" LIMIT ${limit}`;
+// functions, not strings: each use must declare its parameters (SQLite binds them in order)
+const CLAIM_DUE = (shop: () => string, now: () => string, limit: (k: number) => string) =>
+  CLASSES.map((k) => `SELECT "id" FROM (${DUE_OF_CLASS(shop(), k, now())} ORDER BY "runAt", "id" LIMIT ${limit(k)}) AS "c${k}"`).join(' UNION ALL ');
 const CLAIM: StatementBuilder = (p) => `
   UPDATE "OutboxMessage" SET ${CLAIM_SET(p(1), p(2, 'timestamp'), p(3, 'timestamp'))}
-  WHERE "id" IN (${CLAIM_DUE(p(4), p(3, 'timestamp'), p(5, 'integer'))}
+  WHERE "id" IN (${CLAIM_DUE(() => p(4), () => p(3, 'timestamp'), (k) => p(5 + k, 'integer'))}
   ) RETURNING ${CLAIMED_COLUMNS.map((c) => `"${c}"`).join(', ')}`;
 
 // PostgreSQL: the claims of concurrent lanes in one statement, a row each (Coalescer), with the
-// parameters of CLAIM. Each lane's batch is its own ordered, limited subquery, which the index
-// serves in order (no sort behind a deep backlog); planned with the table as it is at each run.
+// parameters of CLAIM. Each class of each lane's batch is its own ordered, limited subquery, which
+// the index serves in order (no sort behind a deep backlog); planned with the table as it is at
+// each run.
 const CLAIM_PG = perRow(
   (c, rows) => `
   UPDATE "OutboxMessage" SET ${CLAIM_SET('"c"."worker"', '"c"."until"', '"c"."now"')}
   FROM (
     SELECT "m"."id", ${c(1)} AS "worker", ${c(2, 'timestamp')} AS "until", ${c(3, 'timestamp')} AS "now" FROM ${rows}
-    CROSS JOIN LATERAL (${CLAIM_DUE(c(4), c(3, 'timestamp'), c(5, 'integer'))} FOR UPDATE SKIP LOCKED) AS "m"
+    CROSS JOIN LATERAL (${CLAIM_DUE(() => c(4), () => c(3, 'timestamp'), (k) => c(5 + k, 'integer'))}) AS "m"
   ) AS "c"
-  WHERE "OutboxMessage"."id" = "c"."id"
+  WHERE "OutboxMessage"."id" = "c"."id" AND "OutboxMessage"."status" = 'queued'
   RETURNING ${CLAIMED_COLUMNS.map((col) => `"OutboxMessage"."${col}"`).join(', ')}`,
 );
 
@@ -131,6 +153,9 @@ export class OutboxRepository {
   /** A lane's claim: on PostgreSQL those of concurrent lanes share one statement. */
   private readonly claimOne: (params: unknown[]) => Promise<ClaimedRow[]>;
   private readonly finishStatement: RawStatement<{ messageId: number }>;
+  private readonly dueStatement: RawStatement<Record<string, unknown>>;
+  /** A lane's look at what is due: on PostgreSQL those of concurrent lanes share one statement. */
+  private readonly dueOne: (params: unknown[]) => Promise<Record<string, unknown> | undefined>;
   /** PostgreSQL: the outcomes of concurrent lanes, recorded together (one round trip under load). */
   private readonly finishes?: Coalescer<unknown[], boolean>;
 
@@ -145,6 +170,14 @@ export class OutboxRepository {
     // small took 100 ms per claim behind 100,000 queued messages (deep-backlog fault test)
     this.claimStatement = prepare(rawOf(db), 'outbox_claim', provider === 'postgres' ? CLAIM_PG : CLAIM, { replan: true });
     this.finishStatement = prepare(rawOf(db), 'outbox_finish', FINISH_PG);
+    this.dueStatement = prepare(rawOf(db), 'outbox_due_by_class', DUE_BY_CLASS);
+    this.dueOne = perRowCall(provider, {
+      key: (params) => String(params[0]),
+      run: async (rows) => {
+        const found = await runRows(this.dueStatement, provider, rows);
+        return rows.map((params) => found.find((r) => r.shopId === params[0]));
+      },
+    });
     this.claimOne = perRowCall(provider, {
       key: (params) => String(params[3]),
       run: async (rows) => {
@@ -168,15 +201,29 @@ export class OutboxRepository {
   }
 
   /**
-   * Claims up to `limit` due messages of one shop, live lane first, marking them delivering and
-   * counting the attempt and the send. A message past the send cap is never sent: it is dead.
+   * How many messages of each class the shop has due, counted up to `cap`, and whether another
+   * shop of the workspace has any due of that class: what the lane plans its next batch from.
    */
-  async claim(shopId: string, workerId: string, limit: number, now: Date, lockMs: number): Promise<ClaimedMessage[]> {
+  async dueByClass(shopId: string, workspaceId: string, now: Date, cap: number): Promise<{ own: number[]; others: boolean[] }> {
+    const row = await this.dueOne([shopId, this.ts(now), cap, workspaceId]);
+    return {
+      own: CLASSES.map((k) => Number(row?.[`d${k}`] ?? 0)),
+      others: CLASSES.map((k) => Number(row?.[`o${k}`] ?? 0) > 0),
+    };
+  }
+
+  /**
+   * Claims up to `counts[k]` due messages of class k of one shop, oldest due first within each,
+   * marking them delivering and counting the attempt and the send. A message past the send cap
+   * is never sent: it is dead.
+   */
+  async claim(shopId: string, workerId: string, counts: readonly number[], now: Date, lockMs: number): Promise<ClaimedMessage[]> {
     const until = new Date(now.getTime() + lockMs);
-    const rows = await this.claimOne([workerId, this.ts(until), this.ts(now), shopId, limit]);
+    const rows = await this.claimOne([workerId, this.ts(until), this.ts(now), shopId, ...CLASSES.map((k) => Math.max(0, counts[k] ?? 0))]);
     const messages = rows.map((r) => ({
-      id: Number(r.id), shopId: String(r.shopId), kind: String(r.kind), lane: Number(r.lane), email: r.email === null ? null : String(r.email),
-      body: String(r.body), attempts: Number(r.attempts), sends: Number(r.sends), runAt: rawDate(r.runAt)!, dueAt: rawDate(r.dueAt)!, lockedUntil: rawDate(r.lockedUntil),
+      id: Number(r.id), shopId: String(r.shopId), kind: String(r.kind), eventName: String(r.eventName), deliveryClass: Number(r.deliveryClass) as ClassIndex,
+      email: r.email === null ? null : String(r.email), body: String(r.body), attempts: Number(r.attempts), sends: Number(r.sends),
+      runAt: rawDate(r.runAt)!, dueAt: rawDate(r.dueAt)!, lockedUntil: rawDate(r.lockedUntil),
     }));
     // every transition to queued already enforces the cap; this is the last guard before a send
     const over = messages.filter((m) => m.sends > this.maxSends);
@@ -186,7 +233,31 @@ export class OutboxRepository {
         data: { status: 'dead', lockedBy: null, lockedUntil: null, sends: { decrement: 1 }, lastError: sendCapReason(m.sends - 1, 'the send cap was reached') },
       });
     }
-    return messages.filter((m) => m.sends <= this.maxSends).sort((a, b) => a.lane - b.lane || a.runAt.getTime() - b.runAt.getTime() || a.id - b.id);
+    return messages.filter((m) => m.sends <= this.maxSends).sort((a, b) => a.deliveryClass - b.deliveryClass || a.runAt.getTime() - b.runAt.getTime() || a.id - b.id);
+  }
+
+  /** Claimed messages past their class's useful age: expired, never sent (the claim's attempt and send given back). */
+  async expireClaimed(ids: number[], workerId: string, reason: string, now: Date): Promise<number> {
+    if (ids.length === 0) return 0;
+    const res = await this.db.outboxMessage.updateMany({
+      where: { id: { in: ids }, lockedBy: workerId, status: 'delivering' },
+      data: { status: 'expired', lastError: reason, lockedBy: null, lockedUntil: null, attempts: { decrement: 1 }, sends: { decrement: 1 }, updatedAt: now },
+    });
+    return res.count;
+  }
+
+  /**
+   * Every due message of the shop's class `cls` that became due before `cutoff`: expired, never
+   * sent. Returns how many of each event. Run when a claim met one, so a stale backlog goes at once.
+   */
+  async expireStale(shopId: string, cls: ClassIndex, cutoff: Date, now: Date, reason: string): Promise<Map<string, number>> {
+    const rows = await this.sql.query<{ eventName: string }>(Prisma.sql`
+      UPDATE "OutboxMessage" SET "status" = 'expired', "lastError" = ${reason}, "updatedAt" = ${this.sql.ts(now)}
+      WHERE "status" = 'queued' AND "shopId" = ${shopId} AND "deliveryClass" = ${this.sql.int(cls)} AND "runAt" <= ${this.sql.ts(now)} AND "dueAt" < ${this.sql.ts(cutoff)}
+      RETURNING "eventName"`);
+    const byEvent = new Map<string, number>();
+    for (const r of rows) byEvent.set(r.eventName, (byEvent.get(r.eventName) ?? 0) + 1);
+    return byEvent;
   }
 
   /**
@@ -307,12 +378,12 @@ export class OutboxRepository {
   }
 
   /**
-   * Manual retry from the admin page: a dead, held or unconfirmed message is queued now, with a
+   * Manual retry from the admin page: a dead, held, expired or unconfirmed message is queued now, with a
    * fresh give-up clock and send count (the merchant decided to send it again).
    */
   async retry(shopId: string, id: number, now: Date): Promise<'queued' | 'not_found' | 'not_retryable'> {
     const res = await this.db.outboxMessage.updateMany({
-      where: { id, shopId, status: { in: ['dead', 'held', 'delivered_unconfirmed'] } },
+      where: { id, shopId, status: { in: ['dead', 'held', 'delivered_unconfirmed', 'expired'] } },
       data: { status: 'queued', heldReason: null, runAt: now, dueAt: now, lastError: null, sends: 0 },
     });
     if (res.count === 1) return 'queued';

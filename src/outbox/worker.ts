@@ -15,9 +15,11 @@ import { LogOnce } from '../observability/log-once';
 import type { Metrics } from '../observability/metrics';
 import type { SendEventBody, ServiceClient, ServiceResult } from '../service/types';
 import type { LeaseRead, ShopQueue } from './due';
+import { DEFAULT_CLASS_POLICY, DELIVERY_CLASSES, floorsOf, HISTORY, planClasses, type ClassIndex, type ClassPolicy, type Usage } from './classes';
 import { DEFAULT_LIMIT, type Pacer } from './pacer';
 import type { AttemptRecord, ClaimedMessage, HeldReason, OutboxRepository } from './repository';
 import { decideRetry } from './retry-policy';
+import { UsageStats } from './usage-stats';
 
 export interface WorkerDeps {
   db: Db;
@@ -61,13 +63,30 @@ export interface WorkerDeps {
   onScrubbed?: () => void;
   /** How often a fault that repeats for one shop is logged again. */
   logEveryMs?: number;
+  /** Floors and maximum ages of the delivery classes (DELIVERY_FLOOR_*, DELIVERY_MAX_AGE_HOURS_*). */
+  classes?: ClassPolicy;
+  /** How often the counts of sends per event are written (DeliveryUsage). */
+  usageFlushMs?: number;
+}
+
+/** Why a message was expired unsent, for the delivery log. */
+function expiredReason(k: ClassIndex, maxAgeMs: number): string {
+  const hours = Math.round((maxAgeMs / 3_600_000) * 10) / 10;
+  return `expired unsent: a ${DELIVERY_CLASSES[k]} event is no longer useful ${hours} h after it was due (the workspace's budget went to more important events first)`;
+}
+
+interface Pacing {
+  limit: number;
+  pausedUntil: Date | null;
+  /** The workspace's recent sends per class (classes.ts). */
+  usage: Usage;
 }
 
 interface ShopContext {
   workspaceId: string;
   apiKey: string;
-  /** The workspace's limit and pause as the lane began (read again for each later batch). */
-  pacing: { limit: number; pausedUntil: Date | null };
+  /** The workspace's pacing as the lane began (read again for each later batch). */
+  pacing: Pacing;
 }
 
 interface ContextRow {
@@ -79,12 +98,17 @@ interface ContextRow {
   apiKeyEnc: string | null;
   limitPerSec: number | null;
   pausedUntil: unknown;
+  usageCritical: number | null;
+  usageTriggers: number | null;
+  usageBehaviour: number | null;
+  usageHistory: number | null;
 }
 
 // A lane's start: the shop, its connection and its workspace's pacing. On PostgreSQL the pass's
 // lease reads it for every shop it leased (LEASE_CONTEXT), in the lease's own statement; on
 // SQLite each lane reads its own (CONTEXT), in process.
-const CONTEXT_COLUMNS = `"s"."id" AS "shop", "s"."uninstalledAt", "c"."status", "c"."workspaceId", "c"."apiKeyEnc", "w"."limitPerSec", "w"."pausedUntil"`;
+const CONTEXT_COLUMNS = `"s"."id" AS "shop", "s"."uninstalledAt", "c"."status", "c"."workspaceId", "c"."apiKeyEnc", "w"."limitPerSec", "w"."pausedUntil",
+  "w"."usageCritical", "w"."usageTriggers", "w"."usageBehaviour", "w"."usageHistory"`;
 const CONTEXT_JOINS = `
   LEFT JOIN "Connection" AS "c" ON "c"."shopId" = "s"."id"
   LEFT JOIN "WorkspacePacer" AS "w" ON "w"."workspaceId" = "c"."workspaceId"`;
@@ -156,6 +180,12 @@ export class DeliveryWorker {
   /** The discovery loop's own failures (the database away): growing waits, never a spin. */
   private readonly loopBackoff: Backoff<string>;
   private readonly logOnce: LogOnce;
+  /** Floor shares by class index, and maximum useful ages (ms, null: none). */
+  private readonly floors: number[];
+  private readonly maxAgeMs: Array<number | null>;
+  /** Sends and expiries per shop, hour and event, written in batches. */
+  private readonly usageStats: UsageStats;
+  private lastUsagePrune = 0;
 
   constructor(private readonly deps: WorkerDeps) {
     this.workerId = deps.workerId ?? `w-${randomUUID().slice(0, 8)}`;
@@ -165,6 +195,13 @@ export class DeliveryWorker {
     this.shopBackoff = new Backoff(SHOP_BACKOFF, clock, deps.random);
     this.loopBackoff = new Backoff(LOOP_BACKOFF, clock, deps.random);
     this.logOnce = new LogOnce(deps.logger, deps.logEveryMs ?? 5 * 60_000, clock);
+    const policy = deps.classes ?? DEFAULT_CLASS_POLICY;
+    this.floors = floorsOf(policy);
+    this.maxAgeMs = DELIVERY_CLASSES.map((c) => policy.maxAgeMs[c]);
+    this.usageStats = new UsageStats(deps.db, rawOf(deps.db).provider, {
+      flushEveryMs: deps.usageFlushMs,
+      onError: (err) => this.logOnce.log('warn', 'usage-stats', { err: err.message }, 'could not write the counts of sends per event; tried again at the next flush'),
+    });
     this.contextStatement = prepare<ContextRow>(rawOf(deps.db), 'worker_context', CONTEXT);
     this.deliveredStatement = prepare<never>(rawOf(deps.db), 'worker_delivered', DELIVERED, { lazyCommit: true });
   }
@@ -187,6 +224,7 @@ export class DeliveryWorker {
     await Promise.all([...this.lanes.values()]);
     await Promise.all([...this.releasing]);
     await this.flushDelivered();
+    await this.usageStats.flush();
     this.loop = undefined;
   }
 
@@ -265,6 +303,10 @@ export class DeliveryWorker {
         await queue.lower(requeued);
       }
     }
+    if (now - this.lastUsagePrune >= 3_600_000) {
+      this.lastUsagePrune = now;
+      await this.usageStats.prune(this.now());
+    }
     if (now - this.lastReconcile >= (this.deps.reconcileEveryMs ?? 300_000)) {
       this.lastReconcile = now;
       const missed = await queue.reconcile();
@@ -341,14 +383,19 @@ export class DeliveryWorker {
     return {
       workspaceId: row.workspaceId,
       apiKey: cached.key,
-      pacing: { limit: row.limitPerSec === null ? DEFAULT_LIMIT : Number(row.limitPerSec), pausedUntil: until && until.getTime() > this.now().getTime() ? until : null },
+      pacing: {
+        limit: row.limitPerSec === null ? DEFAULT_LIMIT : Number(row.limitPerSec),
+        pausedUntil: until && until.getTime() > this.now().getTime() ? until : null,
+        usage: [Number(row.usageCritical ?? 0), Number(row.usageTriggers ?? 0), Number(row.usageBehaviour ?? 0), Number(row.usageHistory ?? 0)],
+      },
     };
   }
 
   /**
-   * A shop's lane: claim a batch, take each send from the pacer as it leaves, repeat until the
-   * shop has nothing due, the workspace is slowed down or paused, or the lane has had its turn
-   * while others wait.
+   * A shop's lane: plan a batch by delivery class, claim it, take each send from the pacer as it
+   * leaves, repeat until the shop has nothing due, the workspace is slowed down or paused, the
+   * workspace's next send belongs to another shop's class, or the lane has had its turn while
+   * others wait.
    */
   private async runLane(shopId: string, leased?: ContextRow): Promise<LaneEnd> {
     const { repo, pacer } = this.deps;
@@ -363,26 +410,82 @@ export class DeliveryWorker {
         return {};
       }
       for (let round = 0; !this.stopping; round++) {
-        const { limit, pausedUntil } = round === 0 ? ctx.pacing : await pacer.state(ctx.workspaceId);
+        const { limit, pausedUntil, usage } = round === 0 ? ctx.pacing : await pacer.state(ctx.workspaceId);
         if (pausedUntil) return { notBefore: pausedUntil };
         if (Date.now() - started > (this.deps.laneQuantumMs ?? 5_000) && this.lanes.size >= this.maxLanes) {
           // other shops may be waiting for a lane: go behind them
           return { notBefore: this.now() };
         }
-        // a quarter second of the limit per claim: a live event never waits behind much history
+        // a quarter second of the limit per claim: a message of a higher class never waits behind much
         const batchSize = Math.max(1, Math.min(this.deps.batchSize ?? 50, Math.ceil(limit / 4)));
+        const now = this.now();
+        const due = await repo.dueByClass(shopId, ctx.workspaceId, now, batchSize);
+        if (due.own.every((n) => n === 0)) return {};
+        const counts = this.planBatch(due, usage, batchSize);
+        // the workspace's next send is another shop's (a higher class, or a floor): let its lane have it
+        if (counts.every((n) => n === 0)) return { notBefore: new Date(now.getTime() + 2 * pacer.intervalMs(limit)) };
         const lockMs = Math.ceil(((batchSize + 1) * 1000) / limit) + (this.deps.requestTimeoutMs ?? 10_000) + 5_000;
-        const batch = await repo.claim(shopId, this.workerId, batchSize, this.now(), lockMs);
-        if (batch.length === 0) return {};
-        const end = await this.sendBatch(shopId, ctx, batch, inFlight, lane, round > 0);
+        const claimed = await repo.claim(shopId, this.workerId, counts, now, lockMs);
+        if (claimed.length === 0) return {};
+        const batch = await this.withoutExpired(shopId, claimed, now);
+        const end = batch.length ? await this.sendBatch(shopId, ctx, this.inPlanOrder(batch, usage), inFlight, lane, round > 0) : null;
         if (end) return end;
-        // a short batch took everything due: the release finds what was queued meanwhile
-        if (batch.length < batchSize) return {};
+        // a short claim took everything due: the release finds what was queued meanwhile
+        if (claimed.length < counts.reduce((a, b) => a + b, 0)) return {};
       }
       return {};
     } finally {
       await Promise.all(inFlight);
     }
+  }
+
+  /**
+   * How many of each class this shop's next batch claims: the workspace's plan (its due work, this
+   * shop's and the other shops'), cut where the plan's next send is a class only other shops have.
+   */
+  private planBatch(due: { own: number[]; others: boolean[] }, usage: Usage, batchSize: number): number[] {
+    const view = due.own.map((n, k) => n + (due.others[k] ? batchSize : 0));
+    const counts = [0, 0, 0, 0];
+    for (const k of planClasses(view, usage, this.floors, batchSize)) {
+      if (counts[k]! >= due.own[k]!) break;
+      counts[k]! += 1;
+    }
+    return counts;
+  }
+
+  /** The batch in the order the scheduler sends it, the usage moving as each send will move it. */
+  private inPlanOrder(batch: ClaimedMessage[], usage: Usage): ClaimedMessage[] {
+    const byClass = [0, 1, 2, 3].map((k) => batch.filter((m) => m.deliveryClass === k));
+    const left = byClass.map((l) => l.length);
+    return planClasses(left, usage, this.floors, batch.length).map((k) => byClass[k]!.shift()!);
+  }
+
+  /**
+   * Claimed messages past their class's useful age are expired, never sent; when one is, the
+   * shop's whole stale backlog of that class goes with it (it is oldest due first).
+   */
+  private async withoutExpired(shopId: string, claimed: ClaimedMessage[], now: Date): Promise<ClaimedMessage[]> {
+    const stale = claimed.filter((m) => {
+      const maxAge = this.maxAgeMs[m.deliveryClass];
+      return maxAge !== null && maxAge !== undefined && now.getTime() - m.dueAt.getTime() > maxAge;
+    });
+    if (stale.length === 0) return claimed;
+    const { repo, metrics } = this.deps;
+    for (const k of new Set(stale.map((m) => m.deliveryClass))) {
+      const maxAge = this.maxAgeMs[k]!;
+      const reason = expiredReason(k, maxAge);
+      const mine = stale.filter((m) => m.deliveryClass === k);
+      const expired = new Map<string, number>();
+      if ((await repo.expireClaimed(mine.map((m) => m.id), this.workerId, reason, now)) > 0) {
+        for (const m of mine) expired.set(m.eventName, (expired.get(m.eventName) ?? 0) + 1);
+      }
+      for (const [name, n] of await repo.expireStale(shopId, k, new Date(now.getTime() - maxAge), now, reason)) expired.set(name, (expired.get(name) ?? 0) + n);
+      for (const [name, n] of expired) {
+        metrics.classExpired.inc({ class: DELIVERY_CLASSES[k] }, n);
+        this.usageStats.add(shopId, name, k, now, { expired: n });
+      }
+    }
+    return claimed.filter((m) => !stale.includes(m));
   }
 
   /** Sends a claimed batch at the workspace's pace; says why the lane must end, when it must. */
@@ -398,7 +501,7 @@ export class DeliveryWorker {
         if (!(await this.roomInFlight(inFlight))) return {};
         // a workspace slowed down for long (a 429, someone else's traffic) gives its batch back
         // and its shop comes round again then: no message waits claimed for long
-        const took = await pacer.takeSend(ctx.workspaceId, { shouldStop: () => this.stopping || lane.stop, maxWaitMs: this.deps.maxSendWaitMs ?? 2_000 });
+        const took = await pacer.takeSend(ctx.workspaceId, { shouldStop: () => this.stopping || lane.stop, maxWaitMs: this.deps.maxSendWaitMs ?? 2_000, cls: batch[i]!.deliveryClass });
         if (took.kind === 'paused') return { notBefore: took.until };
         if (took.kind === 'busy') return { notBefore: new Date(took.until) };
         if (took.kind === 'stopped') break;
@@ -542,13 +645,16 @@ export class DeliveryWorker {
       workerId: this.workerId,
     };
     metrics.deliveries.inc({ outcome: result.kind });
+    // a request made is budget spent, whatever its outcome
+    metrics.classSends.inc({ class: DELIVERY_CLASSES[msg.deliveryClass] });
+    this.usageStats.add(shopId, msg.eventName, msg.deliveryClass, startedAt, { sends: 1 });
     if (result.kind === 'rate_limited') metrics.rateLimited.inc();
     const scrub = msg.kind === 'contact_delete';
     if (result.kind === 'ok') {
       // the service has it: from here on, nothing may send it again
       await this.recordAccepted(msg, finishedAt, attempt, scrub);
       if (scrub) this.deps.onScrubbed?.();
-      if (msg.lane === 0) metrics.deliveryLatency.observe(Math.max(0, finishedAt.getTime() - msg.dueAt.getTime()) / 1000);
+      if (msg.deliveryClass !== HISTORY) metrics.deliveryLatency.observe(Math.max(0, finishedAt.getTime() - msg.dueAt.getTime()) / 1000);
       this.noteDelivered(shopId, finishedAt);
       await pacer.observe(ctx.workspaceId, result.rate, false, undefined, startedAt.getTime()).catch(() => undefined);
       return 'continue';

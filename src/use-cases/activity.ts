@@ -3,13 +3,14 @@
 import { Prisma, type OutboxMessage } from '@prisma/client';
 import type { Db, DbProvider } from '../db/client';
 import { buildTestEvent } from '../mapping';
+import { HISTORY } from '../outbox/classes';
 import type { OutboxRepository } from '../outbox/repository';
 import { Sql } from '../outbox/sql';
 import type { ReceiptStore } from '../intake/receipt-store';
 import { UseCaseError } from './errors';
 import { insertNew } from './store-messages';
 
-export const DELIVERY_STATUSES = ['queued', 'delivering', 'delivered', 'delivered_unconfirmed', 'held', 'dead', 'cancelled', 'skipped'] as const;
+export const DELIVERY_STATUSES = ['queued', 'delivering', 'delivered', 'delivered_unconfirmed', 'held', 'dead', 'cancelled', 'skipped', 'expired'] as const;
 
 export interface DeliveryView {
   id: string;
@@ -39,7 +40,7 @@ export function deliveryView(m: OutboxMessage): DeliveryView {
     email: m.email,
     run_at: m.runAt.toISOString(),
     held_reason: m.heldReason,
-    historical: m.lane > 0,
+    historical: m.deliveryClass === HISTORY,
   };
 }
 
@@ -61,7 +62,7 @@ export function createActivity(deps: ActivityDeps) {
   async function percentile(shopId: string, since: Date, total: number, q: number): Promise<number | null> {
     if (total === 0) return null;
     const rows = await db.outboxMessage.findMany({
-      where: { shopId, status: 'delivered', lane: 0, deliveredAt: { gte: since }, latencyMs: { not: null } },
+      where: { shopId, status: 'delivered', deliveryClass: { lt: HISTORY }, deliveredAt: { gte: since }, latencyMs: { not: null } },
       orderBy: { latencyMs: 'asc' },
       skip: Math.min(total - 1, Math.floor(q * total)),
       take: 1,
@@ -125,7 +126,7 @@ export function createActivity(deps: ActivityDeps) {
       ]);
       const count = (s: string) => byStatus.find((b) => b.status === s)?._count._all ?? 0;
       // latency of live events only: an import's backlog would read as minutes of "latency"
-      const live24h = await db.outboxMessage.count({ where: { shopId, status: 'delivered', lane: 0, deliveredAt: { gte: since }, latencyMs: { not: null } } });
+      const live24h = await db.outboxMessage.count({ where: { shopId, status: 'delivered', deliveryClass: { lt: HISTORY }, deliveredAt: { gte: since }, latencyMs: { not: null } } });
       const [p50, p95] = await Promise.all([percentile(shopId, since, live24h, 0.5), percentile(shopId, since, live24h, 0.95)]);
       const hourExpr = Prisma.raw(deps.provider === 'postgres' ? `(EXTRACT(EPOCH FROM "deliveredAt") * 1000)::bigint / 3600000` : `"deliveredAt" / 3600000`);
       const hours = await sql.query<{ h: bigint | number; n: bigint | number }>(Prisma.sql`

@@ -4,6 +4,7 @@ import { insertRows } from '../db/batch-sql';
 import type { DbProvider } from '../db/client';
 import type { SqlTx } from '../db/transaction';
 import type { NewMessage } from '../mapping';
+import { classOf, HISTORY } from '../outbox/classes';
 
 type Tx = Prisma.TransactionClient;
 
@@ -12,7 +13,8 @@ export interface StoreOptions {
   /** 'queued', or 'held' when the connection cannot deliver yet. */
   status: 'queued' | 'held';
   heldReason: string | null;
-  lane?: number;
+  /** The historical import: the history class, whatever the event is named. */
+  history?: boolean;
   backfillId?: string | null;
 }
 
@@ -23,7 +25,7 @@ export function toRow(m: NewMessage, o: StoreOptions): Prisma.OutboxMessageCreat
     kind: 'event',
     topic: m.topic,
     eventName: m.eventName,
-    lane: o.lane ?? 0,
+    deliveryClass: o.history ? HISTORY : classOf(m.eventName),
     email: m.email,
     customerId: m.customerId,
     checkoutToken: m.checkoutToken,

@@ -26,7 +26,7 @@ describe(`ShopQueue.release on ${testProvider}`, () => {
     const shopId = `due-shop-${++n}`;
     await db.shop.create({ data: { id: shopId, domain: `due-${n}.myshopify.com` } });
     for (const [i, q] of queued.entries()) {
-      await db.outboxMessage.create({ data: { shopId, sourceId: `m-${n}-${i}`, topic: 'orders/create', eventName: 'order_placed', body: '{}', lane: q.lane ?? 0, runAt: at(q.s), dueAt: at(q.s) } });
+      await db.outboxMessage.create({ data: { shopId, sourceId: `m-${n}-${i}`, topic: 'orders/create', eventName: 'order_placed', body: '{}', deliveryClass: q.lane ?? 0, runAt: at(q.s), dueAt: at(q.s) } });
     }
     await lowerDue(db, testProvider, queued.length ? queued.map((q) => ({ shopId, runAt: at(q.s) })) : [{ shopId, runAt: t0 }]);
     await db.shopDue.update({ where: { shopId }, data: { leasedBy: 'w1', leasedUntil: at(60) } });

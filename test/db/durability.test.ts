@@ -58,7 +58,7 @@ if (testProvider === 'sqlite' && !sqliteWithStrace) console.warn('durability tes
       const now = new Date();
       await db.db.outboxMessage.create({ data: { shopId: 'durable-shop', sourceId: 'durable-1', topic: 'orders/create', eventName: 'order_placed', body: '{}', runAt: now, dueAt: now } });
       const repo = new OutboxRepository(db.db, 'sqlite');
-      const [msg] = await repo.claim('durable-shop', 'w-durable', 1, new Date(), 30_000);
+      const [msg] = await repo.claim('durable-shop', 'w-durable', [1, 0, 0, 0], new Date(), 30_000);
       expect(msg).toBeDefined();
       trace = await traceSyscalls();
       const at = new Date();

@@ -36,7 +36,7 @@ async function deepMedian(measure: () => Promise<number>, bound: number): Promis
  */
 async function cloneQueued(s: Stack, count: number): Promise<void> {
   const template = await s.app.db.outboxMessage.findFirstOrThrow({ orderBy: { id: 'asc' }, select: { id: true } });
-  const cols = ['shopId', 'kind', 'topic', 'eventName', 'lane', 'customerId', 'checkoutToken', 'orderId', 'body', 'status', 'runAt', 'dueAt', 'createdAt', 'updatedAt'];
+  const cols = ['shopId', 'kind', 'topic', 'eventName', 'deliveryClass', 'customerId', 'checkoutToken', 'orderId', 'body', 'status', 'runAt', 'dueAt', 'createdAt', 'updatedAt'];
   const list = cols.map((c) => `"${c}"`).join(', ');
   await s.app.db.$executeRawUnsafe(`
     INSERT INTO "OutboxMessage" ("sourceId", "email", ${list})
@@ -74,7 +74,7 @@ describe(`a deep backlog (${testProvider})`, () => {
     const times: number[] = [];
     for (let i = 0; i < SAMPLES; i++) {
       const t = performance.now();
-      const batch = await repo.claim(shop.id, 'deep-test', 3, new Date(), 30_000);
+      const batch = await repo.claim(shop.id, 'deep-test', [3, 0, 0, 0], new Date(), 30_000);
       times.push(performance.now() - t);
       expect(batch).toHaveLength(3);
       await repo.release(batch.map((m) => m.id), 'deep-test');

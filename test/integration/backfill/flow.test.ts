@@ -63,7 +63,7 @@ describe(`historical import (${testProvider})`, () => {
     const [order] = s.emulator.events({ workspaceId: x.workspaceId, eventName: 'order_imported' }).filter((e) => e.event_attribute.order_id === orderId(4));
     expect(order!.event_attribute).toMatchObject({ historical: true, source_id: `import:order:${orderId(4)}`, order_name: '#1004', item_count: expect.any(Number) });
     const rows = await s.app.db.outboxMessage.findMany({ where: { backfillId: id } });
-    expect(rows.every((r) => r.lane === 1)).toBe(true);
+    expect(rows.every((r) => r.deliveryClass === 3)).toBe(true);
 
     const again = await x.start({});
     expect(again).not.toBe(id);
