@@ -42,6 +42,11 @@ const schema = z.object({
   // the published sandbox values fill what is missing: only where a person asks for them
   SANDBOX: flag('SANDBOX').optional(),
   PORT: port.default(3000),
+  // the operations routes (/healthz, /readyz, /metrics) on a port of their own, off the public one
+  OPS_PORT: port.optional(),
+  OPS_HOST: z.string().min(1).default('0.0.0.0'),
+  // when set, /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`
+  METRICS_TOKEN: z.string().regex(/^[\x21-\x7e]{16,}$/, 'METRICS_TOKEN must be at least 16 printable characters, without spaces').optional(),
   DATABASE_URL: z
     .string()
     .regex(/^(file:|postgres(ql)?:\/\/)/, 'DATABASE_URL must start with file:, postgres:// or postgresql://')
@@ -91,6 +96,8 @@ export interface Config {
   /** The published sandbox values may fill missing variables: only with SANDBOX=1 or `npm run dev`. */
   sandbox: boolean;
   port: number;
+  /** The operations routes: a port of their own (OPS_PORT) when set, and the bearer token /metrics requires. */
+  ops: { port?: number; host: string; metricsToken?: string };
   databaseUrl: string;
   /** PostgreSQL connections per process (DATABASE_POOL_SIZE). */
   databasePoolSize: number;
@@ -143,6 +150,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`${name} is required${production ? '' : ' (set SANDBOX=1 for the sandbox defaults)'}`);
   }
   const e = parsed.data;
+  if (e.OPS_PORT !== undefined && e.OPS_PORT !== 0 && e.OPS_PORT === e.PORT) throw new ConfigError('OPS_PORT is invalid: it must differ from PORT');
   if (production && e.SHOPIFY_ADMIN_ORIGIN) {
     throw new ConfigError('SHOPIFY_ADMIN_ORIGIN is for development and tests only; unset it when NODE_ENV=production');
   }
@@ -155,6 +163,7 @@ export function loadConfig(env: Env = process.env): Config {
     production,
     sandbox,
     port: e.PORT,
+    ops: { port: e.OPS_PORT, host: e.OPS_HOST, metricsToken: e.METRICS_TOKEN },
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     dbProvider: /^postgres(ql)?:\/\//.test(e.DATABASE_URL) ? 'postgres' : 'sqlite',

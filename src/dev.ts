@@ -107,7 +107,7 @@ async function dev(): Promise<void> {
     '',
     '  Connector running in sandbox mode',
     `    Admin page:       ${config.shopify.appUrl}/  (acts as ${DEV_SHOP})`,
-    `    Health:           ${running.url}/healthz   Metrics: ${running.url}/metrics`,
+    `    Health:           ${running.url}/healthz   Metrics: ${running.opsUrl ?? running.url}/metrics`,
     emulator ? `    Service emulator: ${emulator.url}   (received events: ${emulator.url}/_sandbox/events)` : `    Email service:    ${config.service.baseUrl}`,
     shop ? `    Simulated shop:   ${shop.url}  (${DEV_SHOP}, installed; its storefront, running the web pixel: ${shop.url}/)` : '',
     workspace ? `\n  Paste this sandbox API key in the page to connect: ${workspace.apiKey}` : '',

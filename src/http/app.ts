@@ -1,5 +1,6 @@
 // createApp(deps): the express app without listen(), so tests drive it with supertest.
-// createHttpServer(app): the HTTP server for it.
+// createOpsApp(deps): the operations routes alone, for a listener of their own (OPS_PORT).
+// createHttpServer(app): the HTTP server for either.
 import http from 'node:http';
 import express, { type ErrorRequestHandler, type Router } from 'express';
 import type { Db } from '../db/client';
@@ -7,13 +8,17 @@ import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { UseCaseError } from '../use-cases/errors';
 import { HttpError, sendError, sendUseCaseError } from './errors';
-import { opsRoutes } from './ops.routes';
+import { opsRoutes, type OpsRoutes } from './ops.routes';
 
 export interface AppDeps {
   db: Db;
   logger: Logger;
   metrics: Metrics;
   isShuttingDown?: () => boolean;
+  /** METRICS_TOKEN: /metrics then requires it as a bearer token. */
+  metricsToken?: string;
+  /** The operations routes this app serves: all (default), or /healthz alone when they have a listener of their own. */
+  ops?: OpsRoutes;
   /** Routers mounted first, before the JSON body parser (they read raw bodies): /pixel/events, /webhooks. */
   rawRouters?: Router[];
   /** Routers mounted after it: /auth, /api/*, the admin page. */
@@ -29,7 +34,7 @@ export function createApp(deps: AppDeps): express.Express {
   // the intake's routes first: they take nearly every request, and each router a request passes
   // through before its own costs it a dispatch
   for (const r of deps.rawRouters ?? []) app.use(r);
-  app.use(opsRoutes({ db: deps.db, metrics: deps.metrics, isShuttingDown: deps.isShuttingDown ?? (() => false) }));
+  app.use(opsRoutes({ db: deps.db, metrics: deps.metrics, isShuttingDown: deps.isShuttingDown ?? (() => false), metricsToken: deps.metricsToken }, deps.ops));
   app.use('/api', express.json({ limit: JSON_LIMIT, strict: true }));
   for (const r of deps.routers ?? []) app.use(r);
   app.use('/api', (_req, res) => sendError(res, 404, 'not_found', 'No such API route'));
@@ -47,6 +52,15 @@ export function createApp(deps: AppDeps): express.Express {
     sendError(res, 500, 'internal_error', 'Something went wrong on our side; nothing was lost, please retry');
   };
   app.use(onError);
+  return app;
+}
+
+/** The operations routes alone (/healthz, /readyz, /metrics): nothing else answers but 404. */
+export function createOpsApp(deps: Pick<AppDeps, 'db' | 'metrics' | 'isShuttingDown' | 'metricsToken'>): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(opsRoutes({ db: deps.db, metrics: deps.metrics, isShuttingDown: deps.isShuttingDown ?? (() => false), metricsToken: deps.metricsToken }));
+  app.use((_req, res) => sendError(res, 404, 'not_found', 'Only /healthz, /readyz and /metrics are served here'));
   return app;
 }
 

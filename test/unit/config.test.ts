@@ -153,3 +153,18 @@ describe('the sandbox, only on request', () => {
     expect(() => loadDatabaseConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/^DATABASE_URL is invalid/);
   });
 });
+
+describe('operations routes', () => {
+  it('serves the operations routes on the public port, without a token, unless told otherwise', () => {
+    expect(loadConfig(fullEnv).ops).toEqual({ port: undefined, host: '0.0.0.0', metricsToken: undefined });
+  });
+
+  it('reads OPS_PORT, OPS_HOST and METRICS_TOKEN', () => {
+    const c = loadConfig({ ...fullEnv, PORT: '8080', OPS_PORT: '9090', OPS_HOST: '10.0.0.5', METRICS_TOKEN: 'a-long-enough-token-123' });
+    expect(c.ops).toEqual({ port: 9090, host: '10.0.0.5', metricsToken: 'a-long-enough-token-123' });
+    expect(() => loadConfig({ ...fullEnv, PORT: '8080', OPS_PORT: '8080' })).toThrow(/^OPS_PORT is invalid: it must differ from PORT$/);
+    expect(() => loadConfig({ ...fullEnv, OPS_PORT: 'ops' })).toThrow(/^OPS_PORT is invalid/);
+    expect(() => loadConfig({ ...fullEnv, METRICS_TOKEN: 'short' })).toThrow(/^METRICS_TOKEN is invalid/);
+    expect(() => loadConfig({ ...fullEnv, METRICS_TOKEN: 'has a space in it, long enough' })).toThrow(/^METRICS_TOKEN is invalid/);
+  });
+});
