@@ -22,6 +22,9 @@ export const SANDBOX_DEFAULTS = {
 
 export const DEFAULT_SCOPES = 'read_orders,read_customers,read_checkouts,read_fulfillments';
 
+/** The HTTP servers' limits on a client unless HTTP_*_TIMEOUT_MS say otherwise (see createHttpServer). */
+export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 65_000 };
+
 const url = (name: string) =>
   z.string().refine((v) => {
     try {
@@ -47,6 +50,10 @@ const schema = z.object({
   OPS_HOST: z.string().min(1).default('0.0.0.0'),
   // when set, /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`
   METRICS_TOKEN: z.string().regex(/^[\x21-\x7e]{16,}$/, 'METRICS_TOKEN must be at least 16 printable characters, without spaces').optional(),
+  // the HTTP servers' limits on a client: its headers, its whole request, an idle kept-alive connection
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(DEFAULT_HTTP_TIMEOUTS.headersMs),
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(DEFAULT_HTTP_TIMEOUTS.requestMs),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(DEFAULT_HTTP_TIMEOUTS.keepAliveMs),
   DATABASE_URL: z
     .string()
     .regex(/^(file:|postgres(ql)?:\/\/)/, 'DATABASE_URL must start with file:, postgres:// or postgresql://')
@@ -98,6 +105,8 @@ export interface Config {
   port: number;
   /** The operations routes: a port of their own (OPS_PORT) when set, and the bearer token /metrics requires. */
   ops: { port?: number; host: string; metricsToken?: string };
+  /** Limits on a client of the HTTP servers, in milliseconds (see createHttpServer). */
+  http: HttpTimeouts;
   databaseUrl: string;
   /** PostgreSQL connections per process (DATABASE_POOL_SIZE). */
   databasePoolSize: number;
@@ -123,6 +132,15 @@ export interface Config {
   checkouts: { graceMinutes: number; maxAgeDays: number };
   /** The storefront pixel: retention of anonymous events and of identities, abandonment delays, requests per second. */
   pixel: { anonymousHours: number; identityDays: number; browseDelayMinutes: number; cartDelayMinutes: number; ratePerShop: number; ratePerClient: number };
+}
+
+export interface HttpTimeouts {
+  /** A request's headers must have arrived this long after its first byte (slow clients are cut off with 408). */
+  headersMs: number;
+  /** A whole request, body included, must have arrived this long after its first byte. */
+  requestMs: number;
+  /** An idle kept-alive connection is closed after this long. */
+  keepAliveMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -151,6 +169,9 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const e = parsed.data;
   if (e.OPS_PORT !== undefined && e.OPS_PORT !== 0 && e.OPS_PORT === e.PORT) throw new ConfigError('OPS_PORT is invalid: it must differ from PORT');
+  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS is invalid: it must not exceed HTTP_REQUEST_TIMEOUT_MS');
+  }
   if (production && e.SHOPIFY_ADMIN_ORIGIN) {
     throw new ConfigError('SHOPIFY_ADMIN_ORIGIN is for development and tests only; unset it when NODE_ENV=production');
   }
@@ -164,6 +185,7 @@ export function loadConfig(env: Env = process.env): Config {
     sandbox,
     port: e.PORT,
     ops: { port: e.OPS_PORT, host: e.OPS_HOST, metricsToken: e.METRICS_TOKEN },
+    http: { headersMs: e.HTTP_HEADERS_TIMEOUT_MS, requestMs: e.HTTP_REQUEST_TIMEOUT_MS, keepAliveMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS },
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     dbProvider: /^postgres(ql)?:\/\//.test(e.DATABASE_URL) ? 'postgres' : 'sqlite',

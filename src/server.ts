@@ -210,7 +210,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   });
   const listen = (handler: Parameters<typeof createHttpServer>[0], port: number, host: string) =>
     new Promise<Server>((resolve, reject) => {
-      const s = createHttpServer(handler);
+      const s = createHttpServer(handler, config.http);
       s.listen(port, host, () => resolve(s));
       s.once('error', reject);
     });

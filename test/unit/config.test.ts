@@ -154,7 +154,7 @@ describe('the sandbox, only on request', () => {
   });
 });
 
-describe('operations routes', () => {
+describe('operations routes and HTTP limits', () => {
   it('serves the operations routes on the public port, without a token, unless told otherwise', () => {
     expect(loadConfig(fullEnv).ops).toEqual({ port: undefined, host: '0.0.0.0', metricsToken: undefined });
   });
@@ -166,5 +166,13 @@ describe('operations routes', () => {
     expect(() => loadConfig({ ...fullEnv, OPS_PORT: 'ops' })).toThrow(/^OPS_PORT is invalid/);
     expect(() => loadConfig({ ...fullEnv, METRICS_TOKEN: 'short' })).toThrow(/^METRICS_TOKEN is invalid/);
     expect(() => loadConfig({ ...fullEnv, METRICS_TOKEN: 'has a space in it, long enough' })).toThrow(/^METRICS_TOKEN is invalid/);
+  });
+
+  it('sets the HTTP timeouts, 10 s for headers, 30 s for a request and 65 s for an idle connection by default', () => {
+    expect(loadConfig(fullEnv).http).toEqual({ headersMs: 10_000, requestMs: 30_000, keepAliveMs: 65_000 });
+    const c = loadConfig({ ...fullEnv, HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '60000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '75000' });
+    expect(c.http).toEqual({ headersMs: 5000, requestMs: 60_000, keepAliveMs: 75_000 });
+    expect(() => loadConfig({ ...fullEnv, HTTP_HEADERS_TIMEOUT_MS: '40000' })).toThrow(/^HTTP_HEADERS_TIMEOUT_MS is invalid: it must not exceed HTTP_REQUEST_TIMEOUT_MS$/);
+    expect(() => loadConfig({ ...fullEnv, HTTP_REQUEST_TIMEOUT_MS: '10' })).toThrow(/^HTTP_REQUEST_TIMEOUT_MS is invalid/);
   });
 });
