@@ -168,7 +168,7 @@ export async function startChild(entry: string, env: Record<string, string>, nam
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, 'bench', entry)], {
     cwd: root,
     env: {
-      PATH: process.env.PATH ?? '', NODE_ENV: 'test', PORT: '0', LOG_LEVEL: 'warn',
+      PATH: process.env.PATH ?? '', NODE_ENV: 'test', SANDBOX: '1', PORT: '0', LOG_LEVEL: 'warn',
       // the diagnostic preload's output (bench/count-queries.cjs), when asked for
       ...(process.env.QUERY_COUNT_FILE ? { QUERY_COUNT_FILE: process.env.QUERY_COUNT_FILE } : {}),
       ...env,

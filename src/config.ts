@@ -9,7 +9,9 @@ export class ConfigError extends Error {
   }
 }
 
-// Fixed, public sandbox values: only ever used without NODE_ENV=production.
+// Fixed, public sandbox values: used only when the sandbox is asked for (SANDBOX=1, or
+// `npm run dev`), and never with NODE_ENV=production. Anyone can read them, so nothing real may be
+// stored under them.
 export const SANDBOX_DEFAULTS = {
   SHOPIFY_API_KEY: 'sandbox-client-id',
   SHOPIFY_API_SECRET: 'sandbox-client-secret',
@@ -19,6 +21,9 @@ export const SANDBOX_DEFAULTS = {
 } as const;
 
 export const DEFAULT_SCOPES = 'read_orders,read_customers,read_checkouts,read_fulfillments';
+
+/** The HTTP servers' limits on a client unless HTTP_*_TIMEOUT_MS say otherwise (see createHttpServer). */
+export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 65_000 };
 
 const url = (name: string) =>
   z.string().refine((v) => {
@@ -32,9 +37,23 @@ const url = (name: string) =>
 
 const encryptionKey = z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'ENCRYPTION_KEY must be 32 bytes, base64-encoded');
 
+const port = z.coerce.number().int().min(0).max(65535);
+const flag = (name: string) => z.enum(['1', 'true', '0', 'false'], { error: `${name} must be 1 or true (0 or false: off)` });
+
 const schema = z.object({
   NODE_ENV: z.string().optional(),
-  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  // the published sandbox values fill what is missing: only where a person asks for them
+  SANDBOX: flag('SANDBOX').optional(),
+  PORT: port.default(3000),
+  // the operations routes (/healthz, /readyz, /metrics) on a port of their own, off the public one
+  OPS_PORT: port.optional(),
+  OPS_HOST: z.string().min(1).default('0.0.0.0'),
+  // when set, /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`
+  METRICS_TOKEN: z.string().regex(/^[\x21-\x7e]{16,}$/, 'METRICS_TOKEN must be at least 16 printable characters, without spaces').optional(),
+  // the HTTP servers' limits on a client: its headers, its whole request, an idle kept-alive connection
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(DEFAULT_HTTP_TIMEOUTS.headersMs),
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(DEFAULT_HTTP_TIMEOUTS.requestMs),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(DEFAULT_HTTP_TIMEOUTS.keepAliveMs),
   DATABASE_URL: z
     .string()
     .regex(/^(file:|postgres(ql)?:\/\/)/, 'DATABASE_URL must start with file:, postgres:// or postgresql://')
@@ -90,8 +109,13 @@ export type Role = 'all' | 'web' | 'worker';
 
 export interface Config {
   production: boolean;
+  /** The published sandbox values may fill missing variables: only with SANDBOX=1 or `npm run dev`. */
   sandbox: boolean;
   port: number;
+  /** The operations routes: a port of their own (OPS_PORT) when set, and the bearer token /metrics requires. */
+  ops: { port?: number; host: string; metricsToken?: string };
+  /** Limits on a client of the HTTP servers, in milliseconds (see createHttpServer). */
+  http: HttpTimeouts;
   databaseUrl: string;
   /** PostgreSQL connections per process (DATABASE_POOL_SIZE). */
   databasePoolSize: number;
@@ -123,27 +147,44 @@ export interface Config {
   };
 }
 
+export interface HttpTimeouts {
+  /** A request's headers must have arrived this long after its first byte (slow clients are cut off with 408). */
+  headersMs: number;
+  /** A whole request, body included, must have arrived this long after its first byte. */
+  requestMs: number;
+  /** An idle kept-alive connection is closed after this long. */
+  keepAliveMs: number;
+}
+
 type Env = Record<string, string | undefined>;
+
+/** Empty strings count as unset, as most deploy tools write them for "no value". */
+const present = (env: Env): Env => Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+
+const isOn = (v: string | undefined) => v === '1' || v === 'true';
 
 export function loadConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
-  // Empty strings count as unset, as most deploy tools write them for "no value".
-  const raw: Env = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  if (!production) {
-    const port = raw.PORT ?? '3000';
+  const raw = present(env);
+  const sandbox = isOn(raw.SANDBOX);
+  if (sandbox && production) throw new ConfigError('SANDBOX is for development and tests only; unset it when NODE_ENV=production');
+  if (sandbox) {
     for (const [k, v] of Object.entries(SANDBOX_DEFAULTS)) raw[k] ??= v;
-    raw.SHOPIFY_APP_URL ??= `http://localhost:${port}`;
+    raw.SHOPIFY_APP_URL ??= `http://localhost:${raw.PORT ?? '3000'}`;
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0] ?? 'environment');
-    const missing = raw[name] === undefined;
-    throw new ConfigError(
-      missing ? `${name} is required${production ? ' when NODE_ENV=production' : ''}` : `${name} is invalid: ${issue.message}`,
-    );
+    if (raw[name] !== undefined) throw new ConfigError(`${name} is invalid: ${issue.message}`);
+    // only the variables with sandbox values can be missing; outside production the line says how to get them
+    throw new ConfigError(`${name} is required${production ? '' : ' (set SANDBOX=1 for the sandbox defaults)'}`);
   }
   const e = parsed.data;
+  if (e.OPS_PORT !== undefined && e.OPS_PORT !== 0 && e.OPS_PORT === e.PORT) throw new ConfigError('OPS_PORT is invalid: it must differ from PORT');
+  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS is invalid: it must not exceed HTTP_REQUEST_TIMEOUT_MS');
+  }
   if (production && e.SHOPIFY_ADMIN_ORIGIN) {
     throw new ConfigError('SHOPIFY_ADMIN_ORIGIN is for development and tests only; unset it when NODE_ENV=production');
   }
@@ -154,8 +195,10 @@ export function loadConfig(env: Env = process.env): Config {
   const role: Role = e.ROLE ?? (e.WORKER_ENABLED === 'false' ? 'web' : 'all');
   return {
     production,
-    sandbox: !production,
+    sandbox,
     port: e.PORT,
+    ops: { port: e.OPS_PORT, host: e.OPS_HOST, metricsToken: e.METRICS_TOKEN },
+    http: { headersMs: e.HTTP_HEADERS_TIMEOUT_MS, requestMs: e.HTTP_REQUEST_TIMEOUT_MS, keepAliveMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS },
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     dbProvider: /^postgres(ql)?:\/\//.test(e.DATABASE_URL) ? 'postgres' : 'sqlite',
@@ -193,4 +236,34 @@ export function loadConfig(env: Env = process.env): Config {
       eventsPerEmailDay: e.PIXEL_EVENTS_PER_EMAIL_DAY, abandonmentsPerEmailDay: e.PIXEL_ABANDONMENTS_PER_EMAIL_DAY, lookupsPerMinute: e.PIXEL_LOOKUPS_PER_MINUTE,
     },
   };
+}
+
+/**
+ * Only what `npm run db:migrate` needs: the database. A migration stores no secret, so it asks
+ * for none.
+ */
+export function loadDatabaseConfig(env: Env = process.env): Pick<Config, 'databaseUrl' | 'dbProvider'> {
+  const parsed = schema.shape.DATABASE_URL.safeParse(present(env).DATABASE_URL);
+  if (!parsed.success) throw new ConfigError(`DATABASE_URL is invalid: ${parsed.error.issues[0]!.message}`);
+  return { databaseUrl: parsed.data, dbProvider: /^postgres(ql)?:\/\//.test(parsed.data) ? 'postgres' : 'sqlite' };
+}
+
+/**
+ * The configuration of `npm run dev`: the sandbox, with its published values. It refuses what
+ * only a real deployment has (NODE_ENV=production, an app secret or encryption key of its own),
+ * so real credentials are never stored under a published key, nor served by a process that mints
+ * session tokens for any shop.
+ */
+export function loadDevConfig(env: Env = process.env): Config {
+  const given = present(env);
+  if (given.NODE_ENV === 'production') throw new ConfigError('npm run dev is the sandbox and refuses NODE_ENV=production; run the build with npm start');
+  for (const name of ['SHOPIFY_API_SECRET', 'ENCRYPTION_KEY'] as const) {
+    if (given[name] !== undefined && given[name] !== SANDBOX_DEFAULTS[name]) {
+      throw new ConfigError(`${name} is not the sandbox's: npm run dev runs only on the published sandbox values; unset it, or run the build with npm start`);
+    }
+  }
+  if (given.ENCRYPTION_KEYS_PREVIOUS !== undefined) {
+    throw new ConfigError('ENCRYPTION_KEYS_PREVIOUS is set: npm run dev runs only on the published sandbox values; unset it, or run the build with npm start');
+  }
+  return loadConfig({ ...env, SANDBOX: '1' });
 }

@@ -1,16 +1,20 @@
 // `npm run dev`: the connector on embedded SQLite in sandbox mode, with the bundled service
-// emulator and a simulated shop, so a newcomer sees it work with no accounts.
+// emulator and a simulated shop, so a newcomer sees it work with no accounts. It serves dev
+// session tokens for any shop, so it runs only on the published sandbox values (loadDevConfig
+// refuses production settings) and listens on the loopback interface alone.
 import { createDevSessionMinter } from './http/dev-session';
 import { configOrExit, handleSignals } from './main';
 import { startFakeShop } from './sandbox/fake-shop';
 import { pixelKeyOf } from './sandbox/fake-shop/storefront';
 import { sampleCheckout, sampleCustomer, sampleFulfillment, sampleFulfillmentEvent, sampleOrder, SHIPMENT_SEQUENCE } from './sandbox/samples';
 import { startServiceEmulator } from './sandbox/service-emulator';
-import { SANDBOX_DEFAULTS } from './config';
+import { loadDevConfig, SANDBOX_DEFAULTS } from './config';
 import { startServer } from './server';
 
 const DEV_SHOP = 'demo-store.myshopify.com';
 const FAKE_SHOP_PORT = 4011;
+/** Every server the sandbox starts (the app, the emulator, the simulated shop) is reachable from this machine only. */
+const DEV_HOST = '127.0.0.1';
 
 /**
  * The shipping topics play one story: fulfillments/create ships the last simulated order, and
@@ -60,17 +64,17 @@ function samplePayload(topic: string, n: number): unknown {
 }
 
 async function dev(): Promise<void> {
-  const env: Record<string, string | undefined> = { ...process.env, NODE_ENV: process.env.NODE_ENV === 'production' ? 'development' : process.env.NODE_ENV };
+  const env: Record<string, string | undefined> = { ...process.env };
   // The emulator runs when the service URL is the sandbox default; the fake shop when no admin origin is set.
   const useEmulator = !env.SERVICE_BASE_URL || env.SERVICE_BASE_URL === SANDBOX_DEFAULTS.SERVICE_BASE_URL;
   const useFakeShop = !env.SHOPIFY_ADMIN_ORIGIN;
-  if (useFakeShop) env.SHOPIFY_ADMIN_ORIGIN = `http://127.0.0.1:${FAKE_SHOP_PORT}`;
-  const config = configOrExit(env);
+  if (useFakeShop) env.SHOPIFY_ADMIN_ORIGIN = `http://${DEV_HOST}:${FAKE_SHOP_PORT}`;
+  const config = configOrExit(env, loadDevConfig);
 
-  const emulator = useEmulator ? await startServiceEmulator({ port: Number(new URL(config.service.baseUrl).port), host: '127.0.0.1' }) : null;
+  const emulator = useEmulator ? await startServiceEmulator({ port: Number(new URL(config.service.baseUrl).port), host: DEV_HOST }) : null;
   const workspace = emulator?.createWorkspace({ name: 'Sandbox Workspace' });
   const shop = useFakeShop
-    ? await startFakeShop({ apiKey: config.shopify.apiKey, apiSecret: config.shopify.apiSecret, port: FAKE_SHOP_PORT, host: '127.0.0.1', shops: [{ domain: DEV_SHOP, id: '548380009', name: 'Demo Store' }],
+    ? await startFakeShop({ apiKey: config.shopify.apiKey, apiSecret: config.shopify.apiSecret, port: FAKE_SHOP_PORT, host: DEV_HOST, shops: [{ domain: DEV_SHOP, id: '548380009', name: 'Demo Store' }],
         // the storefront runs the web pixel with the settings the app gave it (webPixelCreate), as Shopify does,
         // and sends the app its checkouts' signed webhooks, which vouch for the email typed at checkout
         storefront: { appUrl: config.shopify.appUrl, webhooks: true, pixelKey: (): string | null => pixelKeyOf(shop?.webPixel(DEV_SHOP)?.settings) } })
@@ -78,12 +82,13 @@ async function dev(): Promise<void> {
   let n = Math.floor(Date.now() / 1000) % 100_000;
 
   const running = await startServer(config, {
+    host: DEV_HOST,
     ui: {
       mintDevSessionToken: createDevSessionMinter(config),
       devShop: DEV_SHOP,
-      simulate: shop ? (topic, domain) => shop.sendWebhook(`http://127.0.0.1:${config.port}`, { topic, shopDomain: domain, payload: samplePayload(topic, (n += 1)) }) : undefined,
+      simulate: shop ? (topic, domain) => shop.sendWebhook(running.url, { topic, shopDomain: domain, payload: samplePayload(topic, (n += 1)) }) : undefined,
       // the merchant grants optional scopes in the simulated shop; like Shopify, it then sends app/scopes_update
-      grantScopes: shop ? (domain, scopes) => shop.sendWebhook(`http://127.0.0.1:${config.port}`, { topic: 'app/scopes_update', shopDomain: domain, payload: shop.grantScopes(domain, scopes) }) : undefined,
+      grantScopes: shop ? (domain, scopes) => shop.sendWebhook(running.url, { topic: 'app/scopes_update', shopDomain: domain, payload: shop.grantScopes(domain, scopes) }) : undefined,
       sandboxLinks: emulator ? [{ label: 'Events received by the service emulator', href: `${emulator.url}/_sandbox/events` }] : [],
     },
   });
@@ -103,7 +108,7 @@ async function dev(): Promise<void> {
     '',
     '  Connector running in sandbox mode',
     `    Admin page:       ${config.shopify.appUrl}/  (acts as ${DEV_SHOP})`,
-    `    Health:           ${running.url}/healthz   Metrics: ${running.url}/metrics`,
+    `    Health:           ${running.url}/healthz   Metrics: ${running.opsUrl ?? running.url}/metrics`,
     emulator ? `    Service emulator: ${emulator.url}   (received events: ${emulator.url}/_sandbox/events)` : `    Email service:    ${config.service.baseUrl}`,
     shop ? `    Simulated shop:   ${shop.url}  (${DEV_SHOP}, installed; its storefront, running the web pixel: ${shop.url}/)` : '',
     workspace ? `\n  Paste this sandbox API key in the page to connect: ${workspace.apiKey}` : '',

@@ -3,9 +3,14 @@
 import { ConfigError, loadConfig, type Config } from './config';
 import { startServer, type RunningServer } from './server';
 
-export function configOrExit(env?: Record<string, string | undefined>): Config {
+type Env = Record<string, string | undefined>;
+
+/** The configuration `load` reads (loadConfig by default), or one `config error: …` line on stderr and exit code 1. */
+export function configOrExit(env?: Env): Config;
+export function configOrExit<C>(env: Env | undefined, load: (env?: Env) => C): C;
+export function configOrExit(env?: Env, load: (env?: Env) => unknown = loadConfig): unknown {
   try {
-    return loadConfig(env);
+    return load(env);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`config error: ${err.message}\n`);

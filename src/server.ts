@@ -14,7 +14,7 @@ import type { SideHandler } from './intake/processor';
 import type { ReceiptStore } from './intake/receipt-store';
 import type { Intake } from './intake/intake';
 import { adminRoutes } from './http/admin.routes';
-import { createApp, createHttpServer } from './http/app';
+import { createApp, createHttpServer, createOpsApp } from './http/app';
 import { authRoutes } from './http/auth.routes';
 import { permissionsRoutes } from './http/permissions.routes';
 import { sessionTokenMiddleware } from './http/session-token';
@@ -52,6 +52,8 @@ export interface RunningServer {
   url: string;
   role: Config['role'];
   port: number;
+  /** The operations listener (OPS_PORT), when configured: /healthz, /readyz and /metrics are served there, not on `url`. */
+  opsUrl?: string;
   db: Db;
   logger: Logger;
   server: Server;
@@ -74,7 +76,7 @@ export interface RunningServer {
 
 export interface StartOptions {
   logger?: Logger;
-  /** Host to bind; defaults to all interfaces. */
+  /** Host every listener binds; by default all interfaces for the public port, and OPS_HOST for the operations port. */
   host?: string;
   /** The clock, for tests (abandoned checkouts, retries). */
   now?: () => Date;
@@ -98,11 +100,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const applied = await applyMigrations(config.databaseUrl);
   if (applied.length) logger.info({ applied }, 'database migrations applied');
   const db = await createDb(config.databaseUrl, { poolSize: config.databasePoolSize, keepConnections: true, onWarning: (message) => logger.warn(message) });
-  const metrics = new Metrics({ defaultMetrics: true });
-  metrics.onScrape(async (set) => {
+  // gauges read from the database are cached (GAUGE_MAX_AGE_MS): scrapes add no load of their own
+  const metrics = new Metrics({
+    defaultMetrics: true,
+    now: () => now().getTime(),
+    onGaugeError: (err) => logger.warn({ err: (err as Error).message }, 'reading a metrics gauge failed; the last value is served'),
+  });
+  metrics.onScrape(async () => {
     const rows = await db.outboxMessage.groupBy({ by: ['status'], _count: { _all: true } });
-    for (const s of DELIVERY_STATUSES) set(s, 0);
-    for (const r of rows) set(r.status, r._count._all);
+    const byStatus: Record<string, number> = Object.fromEntries(DELIVERY_STATUSES.map((s) => [s, 0]));
+    for (const r of rows) byStatus[r.status] = r._count._all;
+    return byStatus;
   });
 
   const secrets = createSecretBox(config.encryption.key, config.encryption.previousKeys);
@@ -184,9 +192,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
   const auth = sessionTokenMiddleware({ shopify, db, tokens, logger, onResumed: notifyQueued });
   let shuttingDown = false;
+  const opsDeps = { db, metrics, isShuttingDown: () => shuttingDown, metricsToken: config.ops.metricsToken };
   const app = createApp({
-    db, logger, metrics,
-    isShuttingDown: () => shuttingDown,
+    ...opsDeps, logger,
+    // with a listener of their own, the public port keeps /healthz alone of the operations routes
+    ops: config.ops.port === undefined ? 'all' : 'health',
     // a worker-only process serves the operations routes (health, readiness, metrics) alone
     rawRouters: config.webEnabled
       ? [
@@ -210,13 +220,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         ]
       : [],
   });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = createHttpServer(app);
-    s.listen(config.port, opts.host ?? '0.0.0.0', () => resolve(s));
-    s.once('error', reject);
-  });
+  const listen = (handler: Parameters<typeof createHttpServer>[0], port: number, host: string) =>
+    new Promise<Server>((resolve, reject) => {
+      const s = createHttpServer(handler, config.http);
+      s.listen(port, host, () => resolve(s));
+      s.once('error', reject);
+    });
+  const server = await listen(app, config.port, opts.host ?? '0.0.0.0');
+  const opsServer = config.ops.port === undefined ? null : await listen(createOpsApp(opsDeps), config.ops.port, opts.host ?? config.ops.host);
   const port = (server.address() as AddressInfo).port;
   const url = `http://127.0.0.1:${port}`;
+  const opsUrl = opsServer ? `http://127.0.0.1:${(opsServer.address() as AddressInfo).port}` : undefined;
 
   let keyCheck: NodeJS.Timeout | undefined;
   if (config.workerEnabled) {
@@ -229,7 +243,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     }, 60_000);
     keyCheck.unref();
   }
-  logger.info({ port, database: config.dbProvider, sandbox: config.sandbox, role: config.role }, 'connector listening');
+  logger.info({ port, ...(opsServer ? { opsPort: (opsServer.address() as AddressInfo).port } : {}), database: config.dbProvider, sandbox: config.sandbox, role: config.role }, 'connector listening');
 
   // every stored secret read once against the configured keys, in the background: unreadable
   // ones named in one line, held deliveries of keys that read again resumed, a rotation finished
@@ -255,10 +269,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     (closing ??= (async () => {
       shuttingDown = true;
       clearInterval(keyCheck);
-      const httpClosed = new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      const httpClosed = Promise.all([server, opsServer].map((s) => s && new Promise<void>((resolve) => {
+        s.close(() => resolve());
+        s.closeIdleConnections();
+      })));
       storefront.sweeper.stop();
       stopScan.abort();
       await Promise.all([httpClosed, pipeline.stop(), backfill.runner.stop(), keyScan]);
@@ -268,7 +282,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     })());
 
   return {
-    url, port, db, logger, server, backfill, close, role: config.role,
+    url, port, opsUrl, db, logger, server, backfill, close, role: config.role,
     worker: pipeline.worker, processor: pipeline.processor, intake: pipeline.intake, receipts: pipeline.receipts,
     notifyQueued: pipeline.notifyQueued,
     checkKeys: () => connection.checkKeys(),

@@ -8,6 +8,7 @@ import { routeShop, type ShopifyApi } from '../shopify/api';
 import { classifyShopifyError, describeShopifyError } from '../shopify/errors';
 import type { OfflineTokens } from '../shopify/tokens';
 import type { Kind } from './progress';
+import { isShopifyStorageUrl, SHOPIFY_STORAGE_HOSTS } from './result-url';
 import { BULK_OPERATION, bulkQuery, CANCEL_BULK_OPERATION, COUNT_CUSTOMERS, COUNT_ORDERS, RUN_BULK_QUERY, sinceFilter } from './queries';
 
 export type BulkStatus = 'CREATED' | 'RUNNING' | 'COMPLETED' | 'CANCELING' | 'CANCELED' | 'FAILED' | 'EXPIRED';
@@ -65,7 +66,7 @@ export interface ShopifyBulkDeps {
   logger: Logger;
   /** SHOPIFY_ADMIN_ORIGIN: result URLs on a shop host go there (development and tests). */
   adminOrigin?: string;
-  /** Production refuses result URLs that are not https. */
+  /** Production fetches result URLs on Shopify's storage hosts only (result-url.ts). */
   production: boolean;
   downloadTimeoutMs?: number;
 }
@@ -130,6 +131,13 @@ export function createShopifyBulkSource(deps: ShopifyBulkDeps): BulkSource {
       url = new URL(raw);
     } catch {
       throw new BulkSourceError('failed', 'Shopify gave a result URL that is not a URL');
+    }
+    if (deps.production && !isShopifyStorageUrl(url)) {
+      // the host alone: the rest of a signed URL is a credential
+      throw new BulkSourceError(
+        'failed',
+        `Shopify gave a result URL on ${url.protocol}//${url.host}, which is not Shopify's storage (https on ${SHOPIFY_STORAGE_HOSTS.map((h) => (h.startsWith('.') ? `*${h}` : h)).join(', ')}): not fetched`,
+      );
     }
     if (deps.adminOrigin && url.protocol === 'https:' && /\.myshopify\.com$/i.test(url.hostname)) {
       return `${deps.adminOrigin}${url.pathname}${url.search}`;

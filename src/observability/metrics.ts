@@ -1,4 +1,19 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { cachedRead } from './cached-read';
+
+/** How old a gauge read from the database may be before a scrape has it read again. */
+export const GAUGE_MAX_AGE_MS = 15_000;
+
+export interface MetricsOptions {
+  /** Node's process metrics (CPU, memory, event loop). */
+  defaultMetrics?: boolean;
+  /** GAUGE_MAX_AGE_MS by default. */
+  gaugeMaxAgeMs?: number;
+  /** Milliseconds, for the gauges' age (the app's clock in tests). */
+  now?: () => number;
+  /** Told when a background read of a gauge fails (the last value stays served). */
+  onGaugeError?: (err: unknown) => void;
+}
 
 /** Every metric the app exports, on a registry of its own (no global state, so tests can build many apps). */
 export class Metrics {
@@ -138,33 +153,43 @@ export class Metrics {
     labelNames: ['key'] as const,
     registers: [this.registry],
   });
+  private readonly gauges: Required<Pick<MetricsOptions, 'gaugeMaxAgeMs' | 'now'>> & Pick<MetricsOptions, 'onGaugeError'>;
 
-  constructor(opts: { defaultMetrics?: boolean } = {}) {
+  constructor(opts: MetricsOptions = {}) {
     // the event-loop delay is sampled every 20 ms, not prom-client's 10: the sampling timer wakes
     // an idle process (measured: an idle web process used 0.0045 of a core more at 10 ms than at 100)
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 20 });
+    this.gauges = { gaugeMaxAgeMs: opts.gaugeMaxAgeMs ?? GAUGE_MAX_AGE_MS, now: opts.now ?? Date.now, onGaugeError: opts.onGaugeError };
   }
 
-  /** Registers a function that refreshes the queue-depth gauge on each scrape. */
-  onScrape(refresh: (set: (status: string, n: number) => void) => Promise<void>): void {
+  private cached<T>(read: () => Promise<T>): () => Promise<T> {
+    return cachedRead(read, { maxAgeMs: this.gauges.gaugeMaxAgeMs, now: this.gauges.now, onError: this.gauges.onGaugeError });
+  }
+
+  /**
+   * The queue-depth gauge comes from `read` (messages by status), at most one read per
+   * gaugeMaxAgeMs whatever the number of scrapes (cachedRead).
+   */
+  onScrape(read: () => Promise<Record<string, number>>): void {
     const gauge = this.queueDepth;
+    const counts = this.cached(read);
     (gauge as unknown as { collect: () => Promise<void> }).collect = async () => {
+      const byStatus = await counts();
       gauge.reset();
-      await refresh((status, n) => gauge.set({ status }, n));
+      for (const [status, n] of Object.entries(byStatus)) gauge.set({ status }, n);
     };
   }
 
-  /** Registers a function that refreshes the pending-claims gauge on each scrape. */
+  /** The pending-claims gauge comes from `read`, cached as onScrape's. */
   onScrapeClaims(read: () => Promise<number>): void {
-    (this.pixelClaimsPending as unknown as { collect: () => Promise<void> }).collect = async () => this.pixelClaimsPending.set(await read());
+    const pending = this.cached(read);
+    (this.pixelClaimsPending as unknown as { collect: () => Promise<void> }).collect = async () => this.pixelClaimsPending.set(await pending());
   }
 
-  /** Registers a function that refreshes the intake-lag gauges on each scrape. */
+  /** The intake-lag gauges come from `read`, both from one read, cached as onScrape's. */
   onScrapeLag(read: () => Promise<{ pending: number; oldestAgeS: number }>): void {
-    let last: Promise<{ pending: number; oldestAgeS: number }> | null = null;
-    // both gauges from one read per scrape
-    const once = () => (last ??= read().finally(() => setImmediate(() => (last = null))));
-    (this.receiptsPending as unknown as { collect: () => Promise<void> }).collect = async () => this.receiptsPending.set((await once()).pending);
-    (this.receiptsOldestAge as unknown as { collect: () => Promise<void> }).collect = async () => this.receiptsOldestAge.set((await once()).oldestAgeS);
+    const lag = this.cached(read);
+    (this.receiptsPending as unknown as { collect: () => Promise<void> }).collect = async () => this.receiptsPending.set((await lag()).pending);
+    (this.receiptsOldestAge as unknown as { collect: () => Promise<void> }).collect = async () => this.receiptsOldestAge.set((await lag()).oldestAgeS);
   }
 }

@@ -20,7 +20,7 @@ export async function spawnApp(env: Record<string, string>, opts: { timeoutMs?: 
   const out = fs.openSync(logFile, 'a');
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src', 'main.ts')], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', SANDBOX: '1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', out, out],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

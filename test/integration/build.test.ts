@@ -102,7 +102,7 @@ describe('one build serves both databases', () => {
 
   function env(databaseUrl: string): Record<string, string> {
     return {
-      PATH: process.env.PATH ?? '', NODE_ENV: 'test', PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: databaseUrl,
+      PATH: process.env.PATH ?? '', NODE_ENV: 'test', SANDBOX: '1', PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: databaseUrl,
       SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: emulator.url,
       SHOPIFY_ADMIN_ORIGIN: shop.url, SERVICE_TIMEOUT_MS: '2000',
     };

@@ -56,7 +56,23 @@ describe('start-up', () => {
       timeout: 20_000,
     });
     expect(res.status).toBe(1);
-    expect(res.stderr.trim().split('\n')).toEqual(['config error: SHOPIFY_API_SECRET is required when NODE_ENV=production']);
+    expect(res.stderr.trim().split('\n')).toEqual(['config error: SHOPIFY_API_SECRET is required']);
+    expect(res.stdout).toBe('');
+  });
+
+  it('without NODE_ENV=production or SANDBOX, a missing ENCRYPTION_KEY stops start-up too: no published key is ever used', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const path = await import('node:path');
+    const os = await import('node:os');
+    const res = spawnSync(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'main.ts')], {
+      // a throwaway database: should it start (this test failing), it touches nothing in the checkout
+      env: { PATH: process.env.PATH, NODE_ENV: 'development', PORT: '0', DATABASE_URL: `file:${path.join(os.tmpdir(), `never-${process.pid}.db`)}`, SHOPIFY_API_KEY: 'id', SHOPIFY_API_SECRET: 'secret', SHOPIFY_APP_URL: 'https://a.example.com', SERVICE_BASE_URL: 'https://s.example.com' },
+      encoding: 'utf8',
+      timeout: 20_000,
+      killSignal: 'SIGKILL',
+    });
+    expect(res.status).toBe(1);
+    expect(res.stderr.trim().split('\n')).toEqual(['config error: ENCRYPTION_KEY is required (set SANDBOX=1 for the sandbox defaults)']);
     expect(res.stdout).toBe('');
   });
 

@@ -44,7 +44,7 @@ describe(`an import survives SIGKILL (${testProvider})`, () => {
       cwd: ROOT,
       env: {
         ...process.env,
-        NODE_ENV: 'test', PORT: '0', LOG_LEVEL: 'error', DATABASE_URL: database.url,
+        NODE_ENV: 'test', SANDBOX: '1', PORT: '0', LOG_LEVEL: 'error', DATABASE_URL: database.url,
         SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: emulator.url, SHOPIFY_ADMIN_ORIGIN: shop.url,
         // in-flight messages are given back when their claim lock expires (timeout + 5 s)
         SERVICE_TIMEOUT_MS: '1000',

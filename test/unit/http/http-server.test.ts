@@ -16,6 +16,8 @@ describe('createHttpServer', () => {
     const server = createHttpServer(app);
     // idle connections outlive a load balancer's 60 s
     expect(server.keepAliveTimeout).toBe(65_000);
+    // a slow client is cut off well before Node's own limits (60 s for headers, 300 s for a request)
+    expect([server.headersTimeout, server.requestTimeout]).toEqual([10_000, 30_000]);
     // a listener that runs before express's: what the objects were made as
     server.prependListener('request', (req, res) => {
       const proto = app as unknown as { request: object; response: object };
