@@ -68,13 +68,23 @@ export interface MapInput {
 
 export interface AbandonmentPolicy {
   /**
-   * The least time between a checkout reaching us and its abandonment: a checkout delivered
-   * late (a retry after an outage, a replay) leaves its order time to arrive and cancel it.
+   * The least time between a late checkout reaching us and its abandonment: a checkout delivered
+   * late (a retry after an outage, a replay) leaves its order time to arrive and cancel it. A
+   * prompt checkout fires at its delay and is not held by this.
    */
   graceMs: number;
   /** A checkout older than this when it arrives gets no abandonment at all. */
   maxAgeMs: number;
+  /** How long after its last activity a checkout may reach us and still count as prompt (LATE_AFTER_MS when absent). */
+  lateAfterMs?: number;
 }
+
+/**
+ * A checkout that reaches us more than this after its last activity (updated_at, else created_at)
+ * is late. Shopify delivers within seconds, 30 s and more at busy times; a minute's margin keeps
+ * those prompt, while its retries after a failure come minutes to hours later.
+ */
+export const LATE_AFTER_MS = 60_000;
 
 export const DEFAULT_ABANDONMENT: AbandonmentPolicy = { graceMs: 10 * 60_000, maxAgeMs: 7 * 24 * 3_600_000 };
 
