@@ -1,12 +1,12 @@
 // checkouts/create and checkouts/update → checkout_started and the delayed checkout_abandoned.
 import { assemble, ignored, type Draft } from './build';
 import { chooseEmail, customerFor, purchaseContact } from './contact';
-import { lineItems, type ProductLookup } from './items';
+import { lineItems, lineItemsAttribute, type ProductLookup } from './items';
 import { firstIso, key, money, obj, objectId, str, type Obj } from './read';
 import { DEFAULT_ABANDONMENT, LATE_AFTER_MS, type MapInput, type MapOutput } from './types';
 
 export function checkoutAttributes(checkout: Obj, products?: ProductLookup): Record<string, unknown> {
-  const { items, itemCount } = lineItems(checkout.line_items, products);
+  const { items, itemCount, truncated } = lineItems(checkout.line_items, products);
   return {
     // newer API versions' checkouts have no id, only tokens
     checkout_id: objectId(checkout) ?? key(checkout.token),
@@ -15,7 +15,8 @@ export function checkoutAttributes(checkout: Obj, products?: ProductLookup): Rec
     total_price: money(checkout.total_price),
     subtotal_price: money(checkout.subtotal_price),
     currency: str(checkout.currency) ?? str(checkout.presentment_currency),
-    line_items: items,
+    ...lineItemsAttribute(items, truncated),
+    // every item's quantity, those left out of line_items too
     item_count: itemCount,
   };
 }

@@ -15,7 +15,10 @@ export interface StoredOrder {
   email: string | null;
   customerId: string | null;
   currency: string | null;
+  /** The first MAX_LINE_ITEMS of the order's line items. */
   lineItems: LineItem[];
+  /** True when the order had more line items than are kept. */
+  lineItemsTruncated?: boolean;
 }
 
 /** What we keep about a fulfillment between its webhooks (fulfillments/*, fulfillment_events/create). */
@@ -26,8 +29,10 @@ export interface StoredFulfillment {
   trackingCompany: string | null;
   trackingNumbers: string[];
   trackingUrls: string[];
-  /** The fulfilled line items, when a fulfillments/* payload named them; else empty. */
+  /** The fulfilled line items (the first MAX_LINE_ITEMS), when a fulfillments/* payload named them; else empty. */
   lineItems: LineItem[];
+  /** True when the fulfillment named more line items than are kept. */
+  lineItemsTruncated?: boolean;
   email: string | null;
   /**
    * Shipping events already emitted for this fulfillment (event names). An event that fell due
