@@ -31,6 +31,23 @@ export interface ConnectionDeps {
   keyCheckEveryMs?: number;
 }
 
+/**
+ * A problem that holds the shop's deliveries and that the merchant's key does not explain:
+ * `service_not_found`, the service's address answered 404 (the app's configuration).
+ */
+export interface DeliveryProblem {
+  code: 'service_not_found';
+  /** Deliveries held by it. */
+  held: number;
+  /** For a person: what happened and what to do. */
+  message: string;
+}
+
+export const SERVICE_NOT_FOUND_MESSAGE =
+  'Deliveries are paused: the email service’s address answered “404 Not Found”. This is a setup problem of the app, not of your API key or your store: ' +
+  'the app’s operator must check the address the app sends to (SERVICE_WEBHOOK_URL). Nothing is lost: held deliveries are tried again every minute and resume ' +
+  'on their own once the address answers; you can also retry one from the delivery log.';
+
 export interface ConnectionView {
   status: 'connected' | 'invalid_key' | 'disconnected';
   workspace_id: string | null;
@@ -40,11 +57,13 @@ export interface ConnectionView {
   last_delivered_at: string | null;
   last_error: string | null;
   last_error_at: string | null;
+  /** Set while deliveries are held for a reason the page must explain beside the key's status. */
+  delivery_problem: DeliveryProblem | null;
 }
 
-export function viewOf(c: Connection | null): ConnectionView {
+export function viewOf(c: Connection | null, problem: DeliveryProblem | null = null): ConnectionView {
   if (!c) {
-    return { status: 'disconnected', workspace_id: null, workspace_name: null, key_hint: null, connected_at: null, last_delivered_at: null, last_error: null, last_error_at: null };
+    return { status: 'disconnected', workspace_id: null, workspace_name: null, key_hint: null, connected_at: null, last_delivered_at: null, last_error: null, last_error_at: null, delivery_problem: problem };
   }
   return {
     status: c.status === 'connected' ? 'connected' : 'invalid_key',
@@ -55,6 +74,7 @@ export function viewOf(c: Connection | null): ConnectionView {
     last_delivered_at: c.lastDeliveredAt?.toISOString() ?? null,
     last_error: c.lastError,
     last_error_at: c.lastErrorAt?.toISOString() ?? null,
+    delivery_problem: problem,
   };
 }
 
@@ -69,6 +89,12 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
     if (!connection) throw new UseCaseError('not_connected', 'Connect an API key first.');
     if (connection.status !== 'connected') throw new UseCaseError('saved_key_invalid', 'The saved API key was refused by the service; enter a valid key.');
     return { connection, apiKey: secrets.decrypt(connection.apiKeyEnc, shopId) };
+  }
+
+  /** The shop's deliveries held because the service address answered 404, as the page shows it. */
+  async function deliveryProblem(shopId: string): Promise<DeliveryProblem | null> {
+    const held = await db.outboxMessage.count({ where: { shopId, status: 'held', heldReason: 'service_not_found' } });
+    return held > 0 ? { code: 'service_not_found', held, message: SERVICE_NOT_FOUND_MESSAGE } : null;
   }
 
   async function markInvalid(shopId: string, reason: string): Promise<void> {
@@ -96,7 +122,8 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
 
   return {
     async get(shopId: string): Promise<ConnectionView> {
-      return viewOf(await db.connection.findUnique({ where: { shopId } }));
+      const [row, problem] = await Promise.all([db.connection.findUnique({ where: { shopId } }), deliveryProblem(shopId)]);
+      return viewOf(row, problem);
     },
 
     async connect(shop: { id: string; domain: string }, apiKey: string): Promise<ConnectionView> {
@@ -128,7 +155,7 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
       logger.info({ shop: shop.domain, workspaceId: saved.workspaceId, resumed }, 'shop connected to its workspace');
       if (resumed) deps.onResumed?.(shop.id);
       deps.onConnected?.(shop);
-      return viewOf(saved);
+      return viewOf(saved, await deliveryProblem(shop.id));
     },
 
     /** Forgets the key; what was queued is held, not lost, until a key is saved again. */
