@@ -59,6 +59,10 @@ export function mountConnection(card, ctx) {
       v.status === 'invalid_key'
         ? h('div', { class: 'banner banner--critical' }, 'The service refused the saved key. Deliveries are held, not lost: enter a valid key to resume them.')
         : null,
+      // a configuration problem of the app (the service's address answers 404), not of the key
+      v.delivery_problem
+        ? h('div', { class: 'banner banner--critical', id: 'delivery-problem', role: 'alert' }, v.delivery_problem.message)
+        : null,
       h('dl', { class: 'details' },
         row('Workspace', h('strong', { id: 'workspace-name' }, v.workspace_name ?? v.workspace_id ?? '—')),
         row('API key', h('code', { id: 'key-hint' }, v.key_hint ?? '—')),

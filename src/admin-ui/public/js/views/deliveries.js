@@ -5,7 +5,12 @@ import { announce, badge, busy, h, humanize, render, timeAgo } from '../dom.js';
 
 const PAGE_SIZE = 10;
 const RETRYABLE = new Set(['dead', 'held', 'delivered_unconfirmed']);
-const HELD_REASONS = { invalid_key: 'the API key is invalid', disconnected: 'the account is disconnected' };
+const HELD_REASONS = {
+  invalid_key: 'the API key is invalid',
+  disconnected: 'the account is disconnected',
+  uninstalled: 'the app is uninstalled',
+  service_not_found: 'the email service’s address answers 404 (the app’s setup, see above)',
+};
 
 export function mountDeliveries(container, ctx) {
   const { api, bus, catalog } = ctx;
