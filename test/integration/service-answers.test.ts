@@ -39,6 +39,8 @@ describe(`answers of the email service (${testProvider})`, () => {
   async function order(domain: string, sourceId: string): Promise<void> {
     const res = await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: domain, payload: sampleOrder(9_100 + ++n), webhookId: sourceId });
     expect(res.status).toBe(200);
+    // its message stored by stage 2
+    await s.settle();
   }
   const messageOf = (sourceId: string) => s.app.db.outboxMessage.findFirstOrThrow({ where: { sourceId, eventName: 'order_placed' } });
   /** The message once its first attempt is recorded. */
