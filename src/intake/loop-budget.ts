@@ -1,6 +1,6 @@
 // Stage 2's synchronous work in steps. On SQLite every statement resolves at once, so a batch's
-// parsing, mapping and writing would otherwise run as one task however large its payloads: an
-// order of 10,000 line items held the event loop for over a second. Between steps the loop
+// parsing, mapping and writing would otherwise run as one task however large its payloads (an
+// order of 10,000 line items would hold the event loop for about a second). Between steps the loop
 // turns once the steps since its last turn took longer than the budget, so requests, timers and
 // socket reads wait at most about one step.
 import { turnOfTheLoop } from '../db/raw';

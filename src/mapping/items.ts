@@ -40,7 +40,7 @@ export function lineItem(li: Obj, products?: ProductLookup): LineItem {
 }
 
 /**
- * Most line items an event body carries. An order can list thousands (one of 10,000 lines made a
+ * Most line items an event body carries. An order can list thousands (10,000 lines would make a
  * 2 MB body); past the cap the list holds the first MAX_LINE_ITEMS and the event says
  * `line_items_truncated: true`, while `item_count` still counts every item.
  */
