@@ -22,6 +22,7 @@ import { uiRoutes, type UiRoutesDeps } from './http/ui.routes';
 import { webhooksRoute } from './http/webhooks.route';
 import { createLogger, type Logger } from './observability/logger';
 import { Metrics } from './observability/metrics';
+import { createHolds } from './outbox/holds';
 import { Pacer } from './outbox/pacer';
 import { OutboxRepository } from './outbox/repository';
 import type { DeliveryWorker, WorkerDeps } from './outbox/worker';
@@ -68,6 +69,8 @@ export interface RunningServer {
   checkKeys(): Promise<{ checked: number; invalid: number; failed: number }>;
   /** The start-up read of every stored secret, run on demand. */
   scanKeys(): Promise<KeyScan>;
+  /** The re-probe of shops held because the service address answered 404, run on demand (the app runs it every minute). */
+  reprobeHolds(): Promise<{ held: number; probed: number; released: number }>;
   /** The storefront's expiry sweep, run on demand (the worker runs it every 5 minutes). */
   sweepPixels(): Promise<SweepResult>;
   /** Graceful: stop accepting, finish in-flight requests and deliveries, close the database. */
@@ -188,6 +191,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     onDisconnected: (shop) => detached('removing the storefront pixel', webPixels.remove(shop)),
   });
   const activity = createActivity({ db, provider: config.dbProvider, repo, receipts: pipeline.receipts, now, onEnqueued: notifyQueued });
+  const holds = createHolds({ db, repo, logger, now, onRequeued: notifyQueued });
   const settings = createSettingsUseCases(db);
 
   const auth = sessionTokenMiddleware({ shopify, db, tokens, logger, onResumed: notifyQueued });
@@ -233,7 +237,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const opsUrl = opsServer ? `http://127.0.0.1:${(opsServer.address() as AddressInfo).port}` : undefined;
 
   let keyCheck: NodeJS.Timeout | undefined;
+  let holdsCheck: NodeJS.Timeout | undefined;
   if (config.workerEnabled) {
+    // the operator may have fixed the service address before this start
+    await holds.releaseAll();
     await pipeline.startWorkers();
     backfill.runner.start();
     storefront.sweeper.start();
@@ -242,6 +249,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       connection.checkKeys().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'periodic key check failed'));
     }, 60_000);
     keyCheck.unref();
+    // shops held because the service address answered 404: one message each tries it again
+    holdsCheck = setInterval(() => {
+      holds.reprobe().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'the re-probe of held deliveries failed'));
+    }, 60_000);
+    holdsCheck.unref();
   }
   logger.info({ port, ...(opsServer ? { opsPort: (opsServer.address() as AddressInfo).port } : {}), database: config.dbProvider, sandbox: config.sandbox, role: config.role }, 'connector listening');
 
@@ -269,6 +281,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     (closing ??= (async () => {
       shuttingDown = true;
       clearInterval(keyCheck);
+      clearInterval(holdsCheck);
       const httpClosed = Promise.all([server, opsServer].map((s) => s && new Promise<void>((resolve) => {
         s.close(() => resolve());
         s.closeIdleConnections();
@@ -287,6 +300,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     notifyQueued: pipeline.notifyQueued,
     checkKeys: () => connection.checkKeys(),
     scanKeys: () => storedKeys.scan(),
+    reprobeHolds: () => holds.reprobe(),
     sweepPixels: () => storefront.sweeper.sweep(),
   };
 }

@@ -21,6 +21,7 @@ import { Sql } from '../outbox/sql';
 import type { ForwardResult, ParsedReceipt } from '../use-cases/forward-receipts';
 import { GDPR_TOPICS, type GdprResult } from '../use-cases/gdpr';
 import type { ForwardStore } from './forward-store';
+import { LoopBudget } from './loop-budget';
 import { PARTITIONS, type PendingReceipt, type ReceiptOutcome, type ReceiptStore } from './receipt-store';
 import { Prisma } from '@prisma/client';
 
@@ -315,8 +316,14 @@ export class ReceiptProcessor {
    * what the receipts after it may see), or the run of ordinary receipts up to the next one.
    */
   private async processUnit(partitions: number[], pending: PendingReceipt[], turn?: { released: boolean }): Promise<number> {
-    // only the unit is parsed: the receipts after it wait for units of their own
-    const unit = pending.slice(0, unitEnd(pending)).map(parse);
+    // only the unit is parsed: the receipts after it wait for units of their own. The loop turns
+    // between parses once they have taken a while (a body of megabytes takes tens of ms)
+    const budget = new LoopBudget();
+    const unit: Parsed[] = [];
+    for (const p of pending.slice(0, unitEnd(pending))) {
+      unit.push(parse(p));
+      await budget.step();
+    }
     const gdpr = GDPR_TOPICS.has(pending[0]!.topic) ? unit[0]!.receipt : undefined;
     if (gdpr) {
       const res = await this.deps.gdpr.handle(gdpr);
@@ -343,6 +350,7 @@ export class ReceiptProcessor {
     // the storefront's batches, and the emails the unit's webhooks name (pending claims they vouch for)
     const pixelPlan = this.deps.pixel && (pixel.length || toForward.length) ? await this.deps.pixel(pixel, toForward) : null;
     if (pixelPlan) outcomes.push(...pixelPlan.outcomes);
+    await budget.step();
     const now = this.now();
     // the last batch of a turn (all of the pending receipts) gives the lease up as it commits
     const release = turn !== undefined && unit.length === pending.length;
@@ -402,11 +410,28 @@ interface Parsed {
   rejected?: ReceiptOutcome;
 }
 
-/** How many receipts from the first make one unit: a compliance receipt alone, else the run up to the next one. */
+/**
+ * Raw bytes of the receipts one unit takes at most (one receipt always): a unit's transaction
+ * writes its messages and erases its bodies in one synchronous step on SQLite, so a run of huge
+ * payloads is cut into units of about this size, with a turn of the event loop between them.
+ * Ordinary receipts (a few KB) fill a batch of 200 long before this.
+ */
+export const MAX_UNIT_BYTES = 1_048_576;
+
+/**
+ * How many receipts from the first make one unit: a compliance receipt alone, else the run up to
+ * the next one, cut where the bodies pass MAX_UNIT_BYTES.
+ */
 function unitEnd(pending: PendingReceipt[]): number {
   if (pending.length === 0 || GDPR_TOPICS.has(pending[0]!.topic)) return Math.min(1, pending.length);
-  const next = pending.findIndex((p) => GDPR_TOPICS.has(p.topic));
-  return next < 0 ? pending.length : next;
+  let bytes = 0;
+  for (let i = 0; i < pending.length; i++) {
+    const p = pending[i]!;
+    if (GDPR_TOPICS.has(p.topic)) return i;
+    bytes += p.body?.length ?? 0;
+    if (bytes > MAX_UNIT_BYTES) return Math.max(1, i);
+  }
+  return pending.length;
 }
 
 function parse(p: PendingReceipt): Parsed {

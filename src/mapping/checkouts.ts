@@ -1,12 +1,12 @@
 // checkouts/create and checkouts/update → checkout_started and the delayed checkout_abandoned.
 import { assemble, ignored, type Draft } from './build';
 import { chooseEmail, customerFor, purchaseContact } from './contact';
-import { lineItems, type ProductLookup } from './items';
+import { lineItems, lineItemsAttribute, type ProductLookup } from './items';
 import { firstIso, key, money, obj, objectId, str, type Obj } from './read';
-import { DEFAULT_ABANDONMENT, type MapInput, type MapOutput } from './types';
+import { DEFAULT_ABANDONMENT, LATE_AFTER_MS, type MapInput, type MapOutput } from './types';
 
 export function checkoutAttributes(checkout: Obj, products?: ProductLookup): Record<string, unknown> {
-  const { items, itemCount } = lineItems(checkout.line_items, products);
+  const { items, itemCount, truncated } = lineItems(checkout.line_items, products);
   return {
     // newer API versions' checkouts have no id, only tokens
     checkout_id: objectId(checkout) ?? key(checkout.token),
@@ -15,7 +15,8 @@ export function checkoutAttributes(checkout: Obj, products?: ProductLookup): Rec
     total_price: money(checkout.total_price),
     subtotal_price: money(checkout.subtotal_price),
     currency: str(checkout.currency) ?? str(checkout.presentment_currency),
-    line_items: items,
+    ...lineItemsAttribute(items, truncated),
+    // every item's quantity, those left out of line_items too
     item_count: itemCount,
   };
 }
@@ -24,9 +25,11 @@ export interface Abandonment {
   /** The checkout's last activity plus the merchant's delay: when it counts as abandoned. */
   abandonedAt: Date;
   /**
-   * When the event fires: the abandonment, but never sooner than a grace period after the
-   * checkout reached us, so a checkout delivered late (a retry after an outage, a replay)
-   * leaves its order, perhaps still in Shopify's retry queue, time to arrive and cancel it.
+   * When the event fires. A checkout that reached us promptly fires at its abandonment, exactly
+   * the merchant's delay after its last activity, whatever the delay. A checkout that reached us
+   * late (a retry after an outage, a replay) fires no sooner than a grace period after it arrived:
+   * its order may be late too, perhaps still in Shopify's retry queue, and needs time to arrive
+   * and cancel it.
    */
   runAt: Date;
   /** Set when the checkout was too old on arrival to be abandoned at all. */
@@ -39,8 +42,9 @@ export function abandonment(checkout: Obj, input: MapInput): Abandonment {
   const last = firstIso(checkout.updated_at, checkout.created_at);
   const activity = last !== null ? Date.parse(last) : received;
   const abandonedAt = new Date(activity + input.settings.abandonment_delay_minutes * 60_000);
-  const runAt = new Date(Math.max(abandonedAt.getTime(), received + policy.graceMs));
   const age = received - activity;
+  const late = age > (policy.lateAfterMs ?? LATE_AFTER_MS);
+  const runAt = late ? new Date(Math.max(abandonedAt.getTime(), received + policy.graceMs)) : abandonedAt;
   if (age <= policy.maxAgeMs) return { abandonedAt, runAt };
   const days = (ms: number) => Math.round(ms / 86_400_000);
   return { abandonedAt, runAt, tooOld: `the checkout was last active ${days(age)} days before it reached us (no abandonment after ${days(policy.maxAgeMs)} days)` };

@@ -9,7 +9,7 @@
 import type { EventName } from '../settings/settings';
 import { assemble, ignored, type Draft } from './build';
 import { chooseEmail } from './contact';
-import { lineItems, type LineItem } from './items';
+import { lineItems, lineItemsAttribute, listAttribute, MAX_LIST_ENTRIES, type LineItem } from './items';
 import { arr, firstIso, id, iso, obj, objectId, str, type Obj } from './read';
 import type { MapInput, MapOutput, StoredFulfillment } from './types';
 
@@ -45,6 +45,7 @@ interface Report {
   trackingNumbers: string[];
   trackingUrls: string[];
   lineItems: LineItem[];
+  lineItemsTruncated: boolean;
   email: unknown;
   orderName: string | null;
   occurredAt: string;
@@ -64,6 +65,7 @@ function fromFulfillment(f: Obj, input: MapInput): Report | null {
   const fulfillmentId = objectId(f);
   if (fulfillmentId === null) return null;
   const created = input.topic === 'fulfillments/create';
+  const items = lineItems(f.line_items, input.products);
   return {
     fulfillmentId,
     orderId: id(f.order_id),
@@ -73,7 +75,8 @@ function fromFulfillment(f: Obj, input: MapInput): Report | null {
     trackingCompany: str(f.tracking_company),
     trackingNumbers: unique([...arr(f.tracking_numbers), f.tracking_number]),
     trackingUrls: unique([...arr(f.tracking_urls), f.tracking_url]),
-    lineItems: lineItems(f.line_items, input.products).items,
+    lineItems: items.items,
+    lineItemsTruncated: items.truncated,
     email: f.email,
     orderName: orderNameFrom(f.name),
     occurredAt: (created ? firstIso(f.created_at, f.updated_at) : firstIso(f.updated_at, f.created_at)) ?? input.receivedAt.toISOString(),
@@ -94,6 +97,7 @@ function fromEvent(e: Obj, input: MapInput): Report | null {
     trackingNumbers: [],
     trackingUrls: [],
     lineItems: [],
+    lineItemsTruncated: false,
     email: e.email,
     orderName: null,
     occurredAt: firstIso(e.happened_at, e.created_at) ?? input.receivedAt.toISOString(),
@@ -151,6 +155,7 @@ export function mapFulfillment(input: MapInput): MapOutput {
     trackingNumbers: tracked ? report.trackingNumbers : (prior?.trackingNumbers ?? []),
     trackingUrls: tracked ? report.trackingUrls : (prior?.trackingUrls ?? []),
     lineItems: report.lineItems.length > 0 ? report.lineItems : (prior?.lineItems ?? []),
+    ...((report.lineItems.length > 0 ? report.lineItemsTruncated : prior?.lineItemsTruncated) ? { lineItemsTruncated: true } : {}),
     // the payload's, else what we knew of the fulfillment, else its order's (stored summary, or
     // the last message stored for the order)
     email: choice.email,
@@ -176,11 +181,13 @@ export function mapFulfillment(input: MapInput): MapOutput {
     order_name: state.orderName,
     fulfillment_id: state.fulfillmentId,
     tracking_company: state.trackingCompany,
-    tracking_numbers: state.trackingNumbers,
-    tracking_urls: state.trackingUrls,
+    ...listAttribute('tracking_numbers', state.trackingNumbers, MAX_LIST_ENTRIES),
+    ...listAttribute('tracking_urls', state.trackingUrls, MAX_LIST_ENTRIES),
     shipment_status: report.status,
     ...(report.estimatedDeliveryAt !== null ? { estimated_delivery_at: report.estimatedDeliveryAt } : {}),
-    line_items: state.lineItems.length > 0 ? state.lineItems : (order?.lineItems ?? []),
+    ...(state.lineItems.length > 0
+      ? lineItemsAttribute(state.lineItems, state.lineItemsTruncated ?? false)
+      : lineItemsAttribute(order?.lineItems ?? [], order?.lineItemsTruncated ?? false)),
   };
   const drafts: Draft[] = events.map((event) => ({
     eventName: event,

@@ -2,7 +2,7 @@
 import type { EventName } from '../settings/settings';
 import { assemble, ignored, type Draft, type Subject } from './build';
 import { chooseEmail, customerFor, purchaseContact } from './contact';
-import { lineItems, type ProductLookup } from './items';
+import { lineItems, lineItemsAttribute, listAttribute, MAX_LIST_ENTRIES, type ProductLookup } from './items';
 import { arr, firstIso, id, int, key, money, obj, objectId, objs, str, type Obj } from './read';
 import type { MapInput, MapOutput, StoredOrder } from './types';
 
@@ -18,6 +18,7 @@ export function orderSummaryOf(payload: unknown, products?: ProductLookup): Stor
   const order = obj(payload);
   const orderId = objectId(order);
   if (!order || orderId === null) return null;
+  const { items, truncated } = lineItems(order.line_items, products);
   return {
     orderId,
     orderName: str(order.name),
@@ -25,7 +26,8 @@ export function orderSummaryOf(payload: unknown, products?: ProductLookup): Stor
     email: orderEmail(order).email,
     customerId: objectId(obj(order.customer)),
     currency: str(order.currency),
-    lineItems: lineItems(order.line_items, products).items,
+    lineItems: items,
+    ...(truncated ? { lineItemsTruncated: true } : {}),
   };
 }
 
@@ -53,8 +55,9 @@ function subjectOf(order: Obj, input: MapInput): Subject {
 
 /** The attributes every order event carries. */
 export function orderAttributes(order: Obj, products?: ProductLookup): Record<string, unknown> {
-  const { items, itemCount } = lineItems(order.line_items, products);
+  const { items, itemCount, truncated } = lineItems(order.line_items, products);
   const shipping = obj(order.shipping_address);
+  const codes = objs(order.discount_codes).map((d) => str(d.code)).filter((c): c is string => c !== null);
   return {
     order_id: objectId(order),
     order_name: str(order.name),
@@ -64,9 +67,10 @@ export function orderAttributes(order: Obj, products?: ProductLookup): Record<st
     total_tax: money(order.total_tax),
     total_discounts: money(order.total_discounts),
     currency: str(order.currency),
-    discount_codes: objs(order.discount_codes).map((d) => str(d.code)).filter((c): c is string => c !== null),
+    ...listAttribute('discount_codes', codes, MAX_LIST_ENTRIES),
+    // every item's quantity, those left out of line_items too
     item_count: itemCount,
-    line_items: items,
+    ...lineItemsAttribute(items, truncated),
     order_status_url: str(order.order_status_url),
     shipping_city: str(shipping?.city),
     shipping_country_code: str(shipping?.country_code),
@@ -91,7 +95,9 @@ export function mapOrderCreated(input: MapInput): MapOutput {
   const subject = subjectOf(order, input);
   const occurredAt = firstIso(order.created_at, order.processed_at) ?? received(input);
   const attributes = orderAttributes(order, input.products);
-  const { line_items: _omit, ...orderOnly } = attributes;
+  const { line_items: _omit, line_items_truncated: _cut, ...orderOnly } = attributes;
+  // one product_ordered per line item shown, the first MAX_LINE_ITEMS: a huge order makes no
+  // thousands of messages (and emails)
   const { items, raw } = lineItems(order.line_items, input.products);
   const perItem: Draft[] = items.map((item, i) => {
     const lineItemId = objectId(raw[i]) ?? String(i);
@@ -135,7 +141,10 @@ export function mapOrderFulfilled(input: MapInput): MapOutput {
   }
   const latest = fulfillments.map((f) => firstIso(f.created_at, f.updated_at)).filter((t): t is string => t !== null).sort().pop();
   const occurredAt = latest ?? firstIso(order.updated_at) ?? received(input);
-  return single(input, order, 'order_fulfilled', occurredAt, { tracking_numbers: [...numbers], tracking_urls: [...urls] });
+  return single(input, order, 'order_fulfilled', occurredAt, {
+    ...listAttribute('tracking_numbers', [...numbers], MAX_LIST_ENTRIES),
+    ...listAttribute('tracking_urls', [...urls], MAX_LIST_ENTRIES),
+  });
 }
 
 export function mapOrderCancelled(input: MapInput): MapOutput {

@@ -15,7 +15,10 @@ export interface StoredOrder {
   email: string | null;
   customerId: string | null;
   currency: string | null;
+  /** The first MAX_LINE_ITEMS of the order's line items. */
   lineItems: LineItem[];
+  /** True when the order had more line items than are kept. */
+  lineItemsTruncated?: boolean;
 }
 
 /** What we keep about a fulfillment between its webhooks (fulfillments/*, fulfillment_events/create). */
@@ -26,8 +29,10 @@ export interface StoredFulfillment {
   trackingCompany: string | null;
   trackingNumbers: string[];
   trackingUrls: string[];
-  /** The fulfilled line items, when a fulfillments/* payload named them; else empty. */
+  /** The fulfilled line items (the first MAX_LINE_ITEMS), when a fulfillments/* payload named them; else empty. */
   lineItems: LineItem[];
+  /** True when the fulfillment named more line items than are kept. */
+  lineItemsTruncated?: boolean;
   email: string | null;
   /**
    * Shipping events already emitted for this fulfillment (event names). An event that fell due
@@ -68,13 +73,23 @@ export interface MapInput {
 
 export interface AbandonmentPolicy {
   /**
-   * The least time between a checkout reaching us and its abandonment: a checkout delivered
-   * late (a retry after an outage, a replay) leaves its order time to arrive and cancel it.
+   * The least time between a late checkout reaching us and its abandonment: a checkout delivered
+   * late (a retry after an outage, a replay) leaves its order time to arrive and cancel it. A
+   * prompt checkout fires at its delay and is not held by this.
    */
   graceMs: number;
   /** A checkout older than this when it arrives gets no abandonment at all. */
   maxAgeMs: number;
+  /** How long after its last activity a checkout may reach us and still count as prompt (LATE_AFTER_MS when absent). */
+  lateAfterMs?: number;
 }
+
+/**
+ * A checkout that reaches us more than this after its last activity (updated_at, else created_at)
+ * is late. Shopify delivers within seconds, 30 s and more at busy times; a minute's margin keeps
+ * those prompt, while its retries after a failure come minutes to hours later.
+ */
+export const LATE_AFTER_MS = 60_000;
 
 export const DEFAULT_ABANDONMENT: AbandonmentPolicy = { graceMs: 10 * 60_000, maxAgeMs: 7 * 24 * 3_600_000 };
 

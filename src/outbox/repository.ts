@@ -16,7 +16,13 @@ import { sendCapReason } from './retry-policy';
 import { Sql } from './sql';
 
 export type MessageStatus = 'queued' | 'delivering' | 'delivered' | 'delivered_unconfirmed' | 'held' | 'dead' | 'cancelled' | 'skipped' | 'expired';
-export type HeldReason = 'invalid_key' | 'disconnected' | 'uninstalled' | 'key_unreadable';
+/**
+ * Why a message waits: `invalid_key` (the service refused the key), `disconnected`, `uninstalled`,
+ * `key_unreadable` (no configured encryption key decrypts the saved key), or `service_not_found`
+ * (the service's address answered 404: a configuration problem, lifted by the re-probe in
+ * holds.ts, at process start, or by a manual retry).
+ */
+export type HeldReason = 'invalid_key' | 'disconnected' | 'uninstalled' | 'key_unreadable' | 'service_not_found';
 
 /** Default cap on sends per message that may have reached the service (MAX_SENDS_PER_MESSAGE). */
 export const DEFAULT_MAX_SENDS = 8;
@@ -362,10 +368,15 @@ export class OutboxRepository {
     return this.finish(msg, workerId, { status: 'held', heldReason: reason, lastError: error, lastStatus: attempt.statusCode, giveBackSend: true }, attempt, now);
   }
 
-  /** Holds everything of a shop that has not been sent. */
-  async holdShop(shopId: string, reason: HeldReason): Promise<number> {
-    const res = await this.db.outboxMessage.updateMany({ where: { shopId, status: 'queued' }, data: { status: 'held', heldReason: reason } });
+  /** Holds everything of a shop that has not been sent; `now` dates the hold (holds.ts compares deliveries with it). */
+  async holdShop(shopId: string, reason: HeldReason, now?: Date): Promise<number> {
+    const res = await this.db.outboxMessage.updateMany({ where: { shopId, status: 'queued' }, data: { status: 'held', heldReason: reason, ...(now ? { updatedAt: now } : {}) } });
     return res.count;
+  }
+
+  /** Whether any message of the shop is held for this reason. */
+  async isHeld(shopId: string, reason: HeldReason): Promise<boolean> {
+    return (await this.db.outboxMessage.findFirst({ where: { shopId, status: 'held', heldReason: reason }, select: { id: true } })) !== null;
   }
 
   /** Resumes held messages of a shop whose reason is resolved. */

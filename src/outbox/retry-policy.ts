@@ -17,11 +17,27 @@ export const RETRY_AFTER_MAX_MS = 10 * 60_000;
 /** Pause for a workspace the service has blocked (403) when it gives no Retry-After. */
 export const BLOCK_PAUSE_MS = 60_000;
 
+/**
+ * Attempts a message makes against an address that answers 404 before its shop's deliveries are
+ * held (`service_not_found`): a redeploy or a proxy's hiccup gets the normal backoff's first
+ * minute to pass; a wrong SERVICE_WEBHOOK_URL holds the shop instead of killing its messages.
+ */
+export const NOT_FOUND_ATTEMPTS = 3;
+
+/** Why a shop's deliveries are held by a failure (others: disconnect, uninstall). */
+export type HoldReason = 'invalid_key' | 'service_not_found';
+
 export type RetryDecision =
   | { action: 'retry'; runAt: Date; reason: string }
   | { action: 'dead'; reason: string }
-  | { action: 'hold'; reason: 'invalid_key' }
+  | { action: 'hold'; reason: HoldReason }
   | { action: 'pause_workspace'; until: Date; runAt: Date; reason: string };
+
+/** What the worker knows of the message's shop when it matters to the decision. */
+export interface ShopState {
+  /** The shop's deliveries are already held because the address answered 404: the next 404 holds at once. */
+  heldForNotFound?: boolean;
+}
 
 export interface FailureInfo {
   kind: FailureKind;
@@ -58,10 +74,13 @@ export function backoffMs(retryNumber: number): number {
 /**
  * @param attempts how many attempts have been made, including the one that just failed
  * @param firstDueAt when the message first became due (the give-up clock starts there)
+ * @param shop what the worker read of the message's shop, when the failure needs it (not_found)
  */
-export function decideRetry(failure: FailureInfo, attempts: number, firstDueAt: Date, now: Date, random: () => number = Math.random, count?: SendCount): RetryDecision {
+export function decideRetry(failure: FailureInfo, attempts: number, firstDueAt: Date, now: Date, random: () => number = Math.random, count?: SendCount, shop: ShopState = {}): RetryDecision {
   if (failure.kind === 'bad_request') return { action: 'dead', reason: failure.message };
   if (failure.kind === 'auth') return { action: 'hold', reason: 'invalid_key' };
+  // a wrong address is no fault of the message: after a few tries its shop waits, never dies
+  if (failure.kind === 'not_found' && (attempts >= NOT_FOUND_ATTEMPTS || shop.heldForNotFound)) return { action: 'hold', reason: 'service_not_found' };
   // the service may already hold this many copies: another send could be one more duplicate
   if (count && failure.mayHaveArrived && count.sends >= count.maxSends) {
     return { action: 'dead', reason: sendCapReason(count.sends, failure.message) };
@@ -78,6 +97,7 @@ export function decideRetry(failure: FailureInfo, attempts: number, firstDueAt: 
     delay = failure.retryAfterMs !== undefined ? clamp(failure.retryAfterMs, RETRY_AFTER_MIN_MS, RETRY_AFTER_MAX_MS) : jittered(backoffMs(attempts), random);
   }
   if (elapsed + delay > GIVE_UP_AFTER_MS) {
+    if (failure.kind === 'not_found') return { action: 'hold', reason: 'service_not_found' };
     return { action: 'dead', reason: `gave up after ${attempts} attempts over ${Math.round(elapsed / 60_000)} min: ${failure.message}` };
   }
   const runAt = new Date(now.getTime() + delay);

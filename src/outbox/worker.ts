@@ -663,7 +663,9 @@ export class DeliveryWorker {
     const yieldLane = result.kind === 'rate_limited';
     if (result.kind === 'not_acceptable') logger.error({ messageId: msg.id }, 'the service answered 406 Not Acceptable: our request headers are wrong (a bug)');
     const refused = !result.mayHaveArrived;
-    const decision = decideRetry(result, msg.attempts, msg.dueAt, finishedAt, this.deps.random, { sends: msg.sends - (refused ? 1 : 0), maxSends: repo.maxSends });
+    // a 404 while the shop is already held for one holds this message too, at its first try
+    const shopState = result.kind === 'not_found' ? { heldForNotFound: await repo.isHeld(shopId, 'service_not_found') } : {};
+    const decision = decideRetry(result, msg.attempts, msg.dueAt, finishedAt, this.deps.random, { sends: msg.sends - (refused ? 1 : 0), maxSends: repo.maxSends }, shopState);
     await db.connection.updateMany({ where: { shopId }, data: { lastError: result.message, lastErrorAt: finishedAt } });
     switch (decision.action) {
       case 'retry':
@@ -676,10 +678,15 @@ export class DeliveryWorker {
         if (scrub) this.deps.onScrubbed?.();
         return 'continue';
       case 'hold':
-        logger.warn({ shopId }, 'the service refused the API key; holding the shop’s deliveries until a valid key is saved');
-        await db.connection.updateMany({ where: { shopId }, data: { status: 'invalid_key' } });
-        await repo.markHeld(msg, this.workerId, 'invalid_key', result.message, attempt, finishedAt);
-        await repo.holdShop(shopId, 'invalid_key');
+        if (decision.reason === 'invalid_key') {
+          logger.warn({ shopId }, 'the service refused the API key; holding the shop’s deliveries until a valid key is saved');
+          await db.connection.updateMany({ where: { shopId }, data: { status: 'invalid_key' } });
+        } else {
+          // the key is fine: the address is wrong (holds.ts re-probes it and logs it for the operator)
+          logger.warn({ shopId, err: result.message }, 'the email service address answered 404; holding the shop’s deliveries until it answers');
+        }
+        await repo.markHeld(msg, this.workerId, decision.reason, result.message, attempt, finishedAt);
+        await repo.holdShop(shopId, decision.reason, finishedAt);
         return 'stop';
       case 'pause_workspace':
         logger.warn({ workspaceId: ctx.workspaceId, until: decision.until.toISOString() }, 'the service blocked the workspace; pausing its deliveries');

@@ -3,7 +3,7 @@
 import { performance } from 'node:perf_hooks';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { Logger } from '../observability/logger';
-import { failureFromError, failureFromResponse, redactSecret } from './errors';
+import { failureFromError, failureFromResponse, failureFromSuccess, redactSecret } from './errors';
 import {
   extractArray, isRecord, normaliseCustomField, normaliseList, parseJson, parseRateInfo, type HeaderBag,
 } from './parse';
@@ -26,6 +26,8 @@ interface Call {
   /** Preferred path first; the next one is tried once if the service answers 404. */
   paths: readonly string[];
   origin: string;
+  /** The setting that names `origin`, for messages about a wrong address. */
+  setting: 'SERVICE_BASE_URL' | 'SERVICE_WEBHOOK_URL';
   auth: Auth;
   body?: unknown;
   /** Told the moment the request is written to its connection. */
@@ -200,8 +202,12 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
     }
   }
 
-  /** Sends the call (with the 404 path fallback); non-2xx answers other than 404 become failures. */
-  async function send(apiKey: string, call: Call, opts: { keep404?: boolean } = {}): Promise<Answer | ServiceFailure> {
+  /**
+   * Sends the call (with the 404 path fallback); non-2xx answers become failures, except a 404
+   * that `keep404` accepts. A redirect is never followed (undici's request does not follow them):
+   * the key goes to the configured address only.
+   */
+  async function send(apiKey: string, call: Call, opts: { keep404?: (a: Answer) => boolean } = {}): Promise<Answer | ServiceFailure> {
     if (!USABLE_KEY.test(apiKey)) {
       // Empty, or characters no header can carry: no service would accept it, so do not send it.
       const refused: ServiceFailure = { kind: 'auth', message: 'The API key is empty or contains characters that cannot be sent, so it is not a valid key.', rate: {}, durationMs: 0, mayHaveArrived: false };
@@ -220,8 +226,8 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
     }
     const r = result as Answer | ServiceFailure;
     let out: Answer | ServiceFailure = r;
-    if (r.kind === 'answer' && (r.status < 200 || r.status >= 300) && !(opts.keep404 && r.status === 404)) {
-      out = failureFromResponse(r);
+    if (r.kind === 'answer' && (r.status < 200 || r.status >= 300) && !(r.status === 404 && opts.keep404?.(r))) {
+      out = failureFromResponse({ ...r, setting: call.setting });
     }
     if (out.kind !== 'answer') out = { ...out, message: redactSecret(out.message, apiKey) };
     log(call, path, out);
@@ -248,10 +254,19 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
     return { kind, status: a.status, message: redactSecret(message, apiKey), rate: a.rate, durationMs: a.durationMs, mayHaveArrived: false };
   }
 
+  /** A 2xx that is no acceptance (see failureFromSuccess), logged as the failure it is. */
+  function refusedSuccess(a: Answer, call: Call, json: 'required' | 'unless-text', apiKey: string): ServiceFailure | null {
+    const f = failureFromSuccess({ ...a, setting: call.setting }, json);
+    if (!f) return null;
+    const out = { ...f, message: redactSecret(f.message, apiKey) };
+    log(call, call.paths[call.paths.length - 1] ?? '', out);
+    return out;
+  }
+
   return {
     async validateKey(apiKey, shop) {
       const a = await send(apiKey, {
-        endpoint: 'validate_key', method: 'POST', paths: PATHS.validate, origin: baseUrl, auth: 'bearer',
+        endpoint: 'validate_key', method: 'POST', paths: PATHS.validate, origin: baseUrl, setting: 'SERVICE_BASE_URL', auth: 'bearer',
         body: { type: 'shopify', data: { shop_id: shop.shopId, shop_name: shop.shopName } },
       });
       if (a.kind !== 'answer') return a;
@@ -269,7 +284,7 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
     },
 
     async checkKey(apiKey) {
-      const a = await send(apiKey, { endpoint: 'check_key', method: 'GET', paths: PATHS.check, origin: baseUrl, auth: 'header' });
+      const a = await send(apiKey, { endpoint: 'check_key', method: 'GET', paths: PATHS.check, origin: baseUrl, setting: 'SERVICE_BASE_URL', auth: 'header' });
       if (a.kind !== 'answer') return a;
       // The spec gives both an empty 200 and {"success": true}; only an explicit false fails.
       if (isRecord(a.body) && a.body.success === false) return fail(a, 'auth', 'The email service reported the API key as not valid.', apiKey);
@@ -277,32 +292,41 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
     },
 
     async listLists(apiKey) {
-      const a = await send(apiKey, { endpoint: 'list_lists', method: 'GET', paths: PATHS.lists, origin: baseUrl, auth: 'header' });
+      const a = await send(apiKey, { endpoint: 'list_lists', method: 'GET', paths: PATHS.lists, origin: baseUrl, setting: 'SERVICE_BASE_URL', auth: 'header' });
       if (a.kind !== 'answer') return a;
       const items = extractArray(a.body) ?? [];
       return ok<ServiceList[]>(a, items.map(normaliseList));
     },
 
     async listCustomFields(apiKey) {
-      const a = await send(apiKey, { endpoint: 'list_custom_fields', method: 'GET', paths: PATHS.customFields, origin: baseUrl, auth: 'header' });
+      const a = await send(apiKey, { endpoint: 'list_custom_fields', method: 'GET', paths: PATHS.customFields, origin: baseUrl, setting: 'SERVICE_BASE_URL', auth: 'header' });
       if (a.kind !== 'answer') return a;
       const items = extractArray(a.body) ?? [];
       return ok<ServiceCustomField[]>(a, items.map(normaliseCustomField));
     },
 
     async deleteContact(apiKey, email, options) {
-      const a = await send(apiKey, {
-        endpoint: 'delete_contact', method: 'POST', paths: PATHS.deleteContact, origin: baseUrl, auth: 'header', body: { email }, onSent: options?.onSent,
-      }, { keep404: true });
+      const call: Call = {
+        endpoint: 'delete_contact', method: 'POST', paths: PATHS.deleteContact, origin: baseUrl, setting: 'SERVICE_BASE_URL', auth: 'header', body: { email }, onSent: options?.onSent,
+      };
+      // A 404 is "no such contact" only when the service said it, in JSON as it answers
+      // everything: a 404 page from a proxy or a wrong host is a wrong address, and a GDPR delete
+      // must never count as done on it. (A wrong path on the service's own host would answer
+      // in its JSON too and cannot be told apart; the key check and connect use the same
+      // SERVICE_BASE_URL, and a wrong one fails them.)
+      const a = await send(apiKey, call, { keep404: (r) => isRecord(r.body) });
       if (a.kind !== 'answer') return a;
-      // Any 2xx body (JSON, plain text, empty) is success; 404 means there is nothing to delete.
-      return ok(a, { alreadyGone: a.status === 404 });
+      if (a.status === 404) return ok(a, { alreadyGone: true });
+      // plain text ("User created successfully", as the spec words it) or empty is success; an
+      // HTML page or success: false is not
+      return refusedSuccess(a, call, 'unless-text', apiKey) ?? ok(a, { alreadyGone: false });
     },
 
     async sendEvent(apiKey, body, options) {
-      const a = await send(apiKey, { endpoint: 'send_event', method: 'POST', paths: PATHS.send, origin: webhookUrl, auth: 'header', body, onSent: options?.onSent });
+      const call: Call = { endpoint: 'send_event', method: 'POST', paths: PATHS.send, origin: webhookUrl, setting: 'SERVICE_WEBHOOK_URL', auth: 'header', body, onSent: options?.onSent };
+      const a = await send(apiKey, call);
       if (a.kind !== 'answer') return a;
-      return ok<void>(a, undefined);
+      return refusedSuccess(a, call, 'required', apiKey) ?? ok<void>(a, undefined);
     },
 
     async close() {

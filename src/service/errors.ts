@@ -1,10 +1,10 @@
 // The closed set of outcomes. Every response and every transport error is classified here,
 // once; callers (the worker, the connect use case) branch only on `kind`.
-import { describeErrorBody, parseRetryAfterMs, type HeaderBag } from './parse';
+import { describeErrorBody, isRecord, parseRetryAfterMs, type HeaderBag } from './parse';
 import type { FailureKind, RateInfo, ServiceFailure, ServiceResult } from './types';
 
 export const FAILURE_KINDS = [
-  'rate_limited', 'auth', 'blocked', 'bad_request', 'not_acceptable', 'retryable',
+  'rate_limited', 'auth', 'blocked', 'bad_request', 'not_acceptable', 'not_found', 'retryable',
 ] as const satisfies readonly FailureKind[];
 
 export function isFailure<T>(r: ServiceResult<T>): r is ServiceFailure {
@@ -28,7 +28,29 @@ export interface ResponseFacts {
   rate: RateInfo;
   durationMs: number;
   nowMs?: number;
+  /** The setting that names the address asked (SERVICE_BASE_URL, SERVICE_WEBHOOK_URL), for messages. */
+  setting?: string;
 }
+
+function headerOf(headers: HeaderBag, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Where a redirect points, as its origin only: a path or query may carry anything. */
+function redirectTarget(headers: HeaderBag): string {
+  const location = headerOf(headers, 'location');
+  if (!location) return 'no Location';
+  try {
+    const url = new URL(location, 'http://relative.invalid');
+    return url.origin === 'http://relative.invalid' ? 'a path on the same host' : url.origin;
+  } catch {
+    return 'an unreadable Location';
+  }
+}
+
+/** Statuses that say the request should be sent again later, unchanged. */
+const RETRY_LATER = new Set([408, 425]);
 
 /** Classifies a non-2xx response. The caller redacts the key from `message`. */
 export function failureFromResponse(r: ResponseFacts): ServiceFailure {
@@ -36,6 +58,7 @@ export function failureFromResponse(r: ResponseFacts): ServiceFailure {
   // The spec gives 403 bodies a `detail` and 400 bodies a `message`; prefer the documented one.
   const said = describeErrorBody(r.body, r.text, r.status === 403 ? 'detail' : 'message');
   const s = r.status;
+  const setting = r.setting ?? 'the service address';
   if (s === 429) {
     const retryAfterMs = parseRetryAfterMs(r.headers, r.nowMs);
     const wait = retryAfterMs === undefined ? '' : ` It asks to retry after ${retryAfterMs} ms.`;
@@ -59,10 +82,70 @@ export function failureFromResponse(r: ResponseFacts): ServiceFailure {
       message: 'The email service answered 406 Not Acceptable: the request lacked an acceptable Accept header, which is a bug in the connector.',
     };
   }
+  if (s === 404 || s === 410) {
+    // the endpoints are the spec's: an address that does not have them is a configuration problem
+    return { kind: 'not_found', ...base, message: `The email service address answered ${s} Not Found: check ${setting} (the connector's configuration, the same for every shop).` };
+  }
+  if (s >= 300 && s < 400) {
+    // never followed: the API key goes to the configured address only
+    return { kind: 'retryable', ...base, message: `The email service address answered with a redirect (${s}) to ${redirectTarget(r.headers)}, which is not followed so the API key is never sent elsewhere: check ${setting}.` };
+  }
+  if (RETRY_LATER.has(s)) {
+    return { kind: 'retryable', ...base, message: `The email service asked to send the request again later (${s}).` };
+  }
   if (s >= 500) {
     return { kind: 'retryable', ...base, message: `The email service failed with status ${s}${said ? `: ${said}` : '.'}` };
   }
+  // another 4xx (413, 422, 405, ...): this request is refused as it is, and would be again
   return { kind: 'bad_request', ...base, message: `The email service answered with unexpected status ${s}${said ? `: ${said}` : '.'}` };
+}
+
+/** Whether the answer carries the rate-limit headers the spec puts on every response of the service. */
+export function fromTheService(r: Pick<ResponseFacts, 'rate'>): boolean {
+  return r.rate.limit !== undefined || r.rate.remaining !== undefined;
+}
+
+/** Whether a body is an HTML page (a proxy's, a login or maintenance page), not an API answer. */
+export function isHtml(r: Pick<ResponseFacts, 'headers' | 'text'>): boolean {
+  const type = headerOf(r.headers, 'content-type')?.toLowerCase() ?? '';
+  return type.includes('text/html') || /^\s*</.test(r.text);
+}
+
+/**
+ * Classifies a 2xx answer to a request that must be accepted (send-event, contact delete): null
+ * when it is an acceptance, else why it is not.
+ *
+ * - A JSON body saying `success: false` is the service refusing: retryable, and not counted as a
+ *   send the service may have (it said it did not take it).
+ * - With `json: 'required'` (send-event), a body that is not JSON is no acceptance: an HTML page
+ *   or an empty 200 is what a proxy, a captive portal or a wrong host answers, and the event
+ *   would be lost if it counted. Only a 204 with the service's rate headers counts without a
+ *   body. With `json: 'unless-text'` (contact delete, whose success the spec words as a
+ *   sentence), plain text and empty bodies are acceptances; an HTML page never is.
+ *
+ * `mayHaveArrived` of a 2xx that is not JSON: true only when the answer carries the service's
+ * rate headers (the service itself answered oddly, and may have acted). A page from something in
+ * front of the service (no such headers) means the request never reached it: such sends are not
+ * counted against MAX_SENDS_PER_MESSAGE, which would otherwise kill every message of a proxy
+ * outage after 8 tries instead of retrying for the full 24 h.
+ */
+export function failureFromSuccess(r: ResponseFacts, json: 'required' | 'unless-text'): ServiceFailure | null {
+  const base = { kind: 'retryable' as const, status: r.status, rate: r.rate, durationMs: r.durationMs };
+  if (isRecord(r.body) && r.body.success === false) {
+    const said = describeErrorBody({ ...r.body, success: undefined }, '', 'message');
+    return { ...base, mayHaveArrived: false, message: `The email service answered ${r.status} but said success: false${said ? `: ${said}` : ''}; it did not take the request.` };
+  }
+  if (r.body !== undefined) return null;
+  const html = isHtml(r);
+  if (!html && json === 'unless-text') return null;
+  if (!html && r.status === 204 && fromTheService(r)) return null;
+  const what = html ? 'an HTML page' : r.text.trim() === '' ? 'an empty body' : 'a body that is not JSON';
+  const setting = r.setting ?? 'the service address';
+  return {
+    ...base,
+    mayHaveArrived: fromTheService(r),
+    message: `The email service address answered ${r.status} with ${what}, not the service's JSON: not counted as delivered (a proxy or another server may be answering; check ${setting} if it lasts).`,
+  };
 }
 
 function errCode(err: unknown): string | undefined {

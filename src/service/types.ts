@@ -7,7 +7,21 @@ export interface RateInfo {
   remaining?: number;
 }
 
-export type FailureKind = 'rate_limited' | 'auth' | 'blocked' | 'bad_request' | 'not_acceptable' | 'retryable';
+/**
+ * The closed set of failures (errors.ts classifies every answer into one; see the README's answer
+ * table). What the outbox does with each is decided by decideRetry alone:
+ * - `rate_limited` (429): wait what the service asks, then send again.
+ * - `auth` (401, or a key no header can carry): the key is refused; the shop's deliveries are held.
+ * - `blocked` (403): the service blocked the team for a while; the workspace pauses.
+ * - `bad_request` (400, and the other 4xx the request itself caused: 405, 409, 411, 413, 414, 415,
+ *   422, ...): sending the same request again gets the same answer; the message is dead.
+ * - `not_acceptable` (406): our Accept header is wrong, a bug; retried with backoff.
+ * - `not_found` (404 or 410 on an endpoint the service always has): the configured address is wrong;
+ *   retried a few times, then the shop's deliveries are held until the address answers.
+ * - `retryable`: 5xx, 408, 425, a redirect, a 2xx that is not an acceptance (`success: false`,
+ *   or no JSON where JSON is due), timeouts and network errors; retried with backoff.
+ */
+export type FailureKind = 'rate_limited' | 'auth' | 'blocked' | 'bad_request' | 'not_acceptable' | 'not_found' | 'retryable';
 
 export type ServiceFailure = {
   kind: FailureKind;
@@ -74,9 +88,12 @@ export interface ServiceClient {
   listLists(apiKey: string): Promise<ServiceResult<ServiceList[]>>;
   /** Endpoint 3. */
   listCustomFields(apiKey: string): Promise<ServiceResult<ServiceCustomField[]>>;
-  /** Endpoint 5: a 404 means the contact is already gone, which is success. */
+  /**
+   * Endpoint 5. A 404 the service answered itself (a JSON body) means the contact is already
+   * gone, which is success; a 404 without one (a proxy, a wrong address) is `not_found`.
+   */
   deleteContact(apiKey: string, email: string, options?: SendOptions): Promise<ServiceResult<{ alreadyGone: boolean }>>;
-  /** Endpoint 6, on the webhook URL. */
+  /** Endpoint 6, on the webhook URL. Only a 2xx with a JSON body that does not say `success: false` is an acceptance. */
   sendEvent(apiKey: string, body: SendEventBody, options?: SendOptions): Promise<ServiceResult<void>>;
   /** Closes pooled connections; waits for requests in flight. */
   close(): Promise<void>;

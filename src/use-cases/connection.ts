@@ -40,6 +40,23 @@ export interface ConnectionDeps {
  */
 export type ConnectionStatus = 'connected' | 'invalid_key' | 'key_unreadable' | 'disconnected';
 
+/**
+ * A problem that holds the shop's deliveries and that the merchant's key does not explain:
+ * `service_not_found`, the service's address answered 404 (the app's configuration).
+ */
+export interface DeliveryProblem {
+  code: 'service_not_found';
+  /** Deliveries held by it. */
+  held: number;
+  /** For a person: what happened and what to do. */
+  message: string;
+}
+
+export const SERVICE_NOT_FOUND_MESSAGE =
+  'Deliveries are paused: the email service’s address answered “404 Not Found”. This is a setup problem of the app, not of your API key or your store: ' +
+  'the app’s operator must check the address the app sends to (SERVICE_WEBHOOK_URL). Nothing is lost: held deliveries are tried again every minute and resume ' +
+  'on their own once the address answers; you can also retry one from the delivery log.';
+
 export interface ConnectionView {
   status: ConnectionStatus;
   workspace_id: string | null;
@@ -49,12 +66,17 @@ export interface ConnectionView {
   last_delivered_at: string | null;
   last_error: string | null;
   last_error_at: string | null;
+  /** Set while deliveries are held for a reason the page must explain beside the key's status. */
+  delivery_problem: DeliveryProblem | null;
 }
 
-/** The connection as the page sees it; `readable` is whether the saved key decrypts. */
-export function viewOf(c: Connection | null, readable = true): ConnectionView {
+/**
+ * The connection as the page sees it: `readable` is whether the saved key decrypts, `problem` a
+ * delivery problem the key does not explain.
+ */
+export function viewOf(c: Connection | null, readable = true, problem: DeliveryProblem | null = null): ConnectionView {
   if (!c) {
-    return { status: 'disconnected', workspace_id: null, workspace_name: null, key_hint: null, connected_at: null, last_delivered_at: null, last_error: null, last_error_at: null };
+    return { status: 'disconnected', workspace_id: null, workspace_name: null, key_hint: null, connected_at: null, last_delivered_at: null, last_error: null, last_error_at: null, delivery_problem: problem };
   }
   return {
     status: !readable ? 'key_unreadable' : c.status === 'connected' ? 'connected' : 'invalid_key',
@@ -65,6 +87,7 @@ export function viewOf(c: Connection | null, readable = true): ConnectionView {
     last_delivered_at: c.lastDeliveredAt?.toISOString() ?? null,
     last_error: c.lastError,
     last_error_at: c.lastErrorAt?.toISOString() ?? null,
+    delivery_problem: problem,
   };
 }
 
@@ -97,6 +120,12 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
     return { connection, apiKey };
   }
 
+  /** The shop's deliveries held because the service address answered 404, as the page shows it. */
+  async function deliveryProblem(shopId: string): Promise<DeliveryProblem | null> {
+    const held = await db.outboxMessage.count({ where: { shopId, status: 'held', heldReason: 'service_not_found' } });
+    return held > 0 ? { code: 'service_not_found', held, message: SERVICE_NOT_FOUND_MESSAGE } : null;
+  }
+
   async function markInvalid(shopId: string, reason: string): Promise<void> {
     await db.connection.updateMany({ where: { shopId }, data: { status: 'invalid_key', lastError: reason, lastErrorAt: now() } });
     await repo.holdShop(shopId, 'invalid_key');
@@ -122,8 +151,8 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
 
   return {
     async get(shopId: string): Promise<ConnectionView> {
-      const c = await db.connection.findUnique({ where: { shopId } });
-      return viewOf(c, c === null || keyOf(c) !== null);
+      const [c, problem] = await Promise.all([db.connection.findUnique({ where: { shopId } }), deliveryProblem(shopId)]);
+      return viewOf(c, c === null || keyOf(c) !== null, problem);
     },
 
     async connect(shop: { id: string; domain: string }, apiKey: string): Promise<ConnectionView> {
@@ -155,7 +184,7 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
       logger.info({ shop: shop.domain, workspaceId: saved.workspaceId, resumed }, 'shop connected to its workspace');
       if (resumed) deps.onResumed?.(shop.id);
       deps.onConnected?.(shop);
-      return viewOf(saved);
+      return viewOf(saved, true, await deliveryProblem(shop.id));
     },
 
     /** Forgets the key; what was queued is held, not lost, until a key is saved again. */

@@ -10,6 +10,7 @@ import { obj } from '../mapping/read';
 import type { DueEntry } from '../outbox/due';
 import { parseStoredSettings, type Settings } from '../settings/settings';
 import { emptyPlan, keyOf, type ExistingMessage, type ForwardStore, type ShopRow, type WritePlan } from '../intake/forward-store';
+import { LoopBudget } from '../intake/loop-budget';
 import type { ReceiptOutcome } from '../intake/receipt-store';
 import { toRow } from './store-messages';
 
@@ -93,8 +94,12 @@ export function createForwardReceipts(deps: ForwardDeps) {
     const outcomes: ReceiptOutcome[] = [];
     const batches = new Map<string, ShopBatch>();
     const changed = { digests: new Set<string>(), orders: new Set<string>(), fulfillments: new Set<string>() };
+    // the mappers are pure and synchronous: the event loop turns between receipts once mapping
+    // has taken a while, so a batch of huge orders does not hold it
+    const budget = new LoopBudget();
 
     for (const { r, keys, shop } of keyed) {
+      await budget.step();
       const outcome: ReceiptOutcome = { id: r.id, outcome: 'ignored', reason: null, messageCount: 0, customerId: null };
       outcomes.push(outcome);
       if (!shop || !shop.connection) {

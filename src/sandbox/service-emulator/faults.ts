@@ -1,9 +1,16 @@
 // Fault injection: the next N matching requests, or all matching requests for a period.
 
-export type FaultMode = 'status500' | 'delay' | 'drop' | 'status429' | 'status403' | 'status401' | 'status400' | 'status406';
+/**
+ * The service's own odd answers (statusNNN, success_false: JSON with the rate headers), and those
+ * of something in front of it (proxy404, html200, redirect307: no JSON, no rate headers).
+ */
+export type FaultMode =
+  | 'status500' | 'delay' | 'drop' | 'status429' | 'status403' | 'status401' | 'status400' | 'status406'
+  | 'status404' | 'status408' | 'status425' | 'status503' | 'success_false' | 'proxy404' | 'html200' | 'redirect307';
 
 export const FAULT_MODES: readonly FaultMode[] = [
   'status500', 'delay', 'drop', 'status429', 'status403', 'status401', 'status400', 'status406',
+  'status404', 'status408', 'status425', 'status503', 'success_false', 'proxy404', 'html200', 'redirect307',
 ];
 
 export interface FaultSpec {
@@ -16,6 +23,8 @@ export interface FaultSpec {
   delayMs?: number;
   /** Only requests whose path contains this substring, e.g. '/webhook/send'. */
   path?: string;
+  /** For mode 'redirect307': the Location (default http://127.0.0.1:9/moved). */
+  location?: string;
 }
 
 interface ActiveFault {
@@ -24,11 +33,13 @@ interface ActiveFault {
   until: number;
   delayMs: number;
   path?: string;
+  location?: string;
 }
 
 export interface FaultHit {
   mode: FaultMode;
   delayMs: number;
+  location?: string;
 }
 
 export class FaultBox {
@@ -43,6 +54,7 @@ export class FaultBox {
       until: f.forMs === undefined ? Number.POSITIVE_INFINITY : now + f.forMs,
       delayMs: f.delayMs ?? 10_000,
       ...(f.path ? { path: f.path } : {}),
+      ...(f.location ? { location: f.location } : {}),
     });
   }
 
@@ -53,7 +65,7 @@ export class FaultBox {
     const f = this.faults.find((x) => x.path === undefined || path.includes(x.path));
     if (!f) return undefined;
     f.remaining -= 1;
-    return { mode: f.mode, delayMs: f.delayMs };
+    return { mode: f.mode, delayMs: f.delayMs, ...(f.location ? { location: f.location } : {}) };
   }
 
   list(now: number): ReadonlyArray<Readonly<ActiveFault>> {

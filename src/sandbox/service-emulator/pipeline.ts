@@ -27,6 +27,18 @@ const FAULT_REPLIES: Record<string, ApiReply> = {
   status401: { status: 401, body: { detail: 'Invalid API key (injected).' } },
   status400: { status: 400, body: { message: 'Bad request (injected).' } },
   status406: { status: 406, body: { detail: 'Could not satisfy the request Accept header (injected).' } },
+  status404: { status: 404, body: { detail: 'Not found.' } },
+  status408: { status: 408, body: { detail: 'Request timeout (injected).' } },
+  status425: { status: 425, body: { detail: 'Too early (injected).' } },
+  status503: { status: 503, body: { detail: 'Service unavailable (injected).' } },
+  success_false: { status: 200, body: { success: false, message: 'The event was not accepted (injected).' } },
+};
+
+/** Answers of something in front of the service: no JSON, none of the service's headers. */
+const FOREIGN_REPLIES: Record<string, { status: number; type?: string; text: string }> = {
+  proxy404: { status: 404, type: 'text/html', text: '<html><head><title>404 Not Found</title></head><body><center><h1>404 Not Found</h1></center><hr><center>nginx</center></body></html>' },
+  html200: { status: 200, type: 'text/html', text: '<!doctype html><html><body><h1>We’ll be back soon</h1><p>Scheduled maintenance (injected).</p></body></html>' },
+  redirect307: { status: 307, text: '' },
 };
 
 export async function handleServiceRequest(core: Core, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
@@ -65,6 +77,14 @@ export async function handleServiceRequest(core: Core, req: IncomingMessage, res
       finish(0, 'delay');
       return;
     }
+  } else if (fault && FOREIGN_REPLIES[fault.mode]) {
+    const f = FOREIGN_REPLIES[fault.mode]!;
+    const headers: Record<string, string> = { 'content-length': String(Buffer.byteLength(f.text)) };
+    if (f.type) headers['content-type'] = f.type;
+    if (fault.mode === 'redirect307') headers.location = fault.location ?? 'http://127.0.0.1:9/moved';
+    if (!res.destroyed && !res.writableEnded) res.writeHead(f.status, headers).end(f.text);
+    finish(f.status, fault.mode);
+    return;
   } else if (fault) {
     const r = FAULT_REPLIES[fault.mode] as ApiReply;
     if (r.status === 429) remaining = 0;

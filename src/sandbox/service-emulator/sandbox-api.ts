@@ -96,6 +96,7 @@ export async function handleSandboxRequest(
         if (forMs !== undefined) spec.forMs = forMs;
         if (delayMs !== undefined) spec.delayMs = delayMs;
         if (str(b.path)) spec.path = str(b.path);
+        if (str(b.location)) spec.location = str(b.location);
         c.injectFault(spec);
         return sendJson(res, 201, { fault: spec });
       }

@@ -88,3 +88,35 @@ describe('checkouts/update', () => {
     });
   });
 });
+
+describe('when checkout_abandoned fires: the merchant’s delay, and the grace only for late checkouts', () => {
+  const checkout = fixture('checkouts-create');
+  // the fixture's last activity (created_at = updated_at)
+  const ACTIVITY = Date.parse('2026-11-04T19:10:02.000Z');
+  const policy = { graceMs: 10 * 60_000, maxAgeMs: 7 * 86_400_000 };
+  const runAt = (receivedAfterMs: number, delayMinutes: number) =>
+    mapWebhook(input('checkouts/create', checkout, {
+      receivedAt: new Date(ACTIVITY + receivedAfterMs),
+      settings: settingsWith({ abandonment_delay_minutes: delayMinutes }),
+      abandonment: policy,
+    })).upserts[0]!.runAt.getTime();
+
+  it('a checkout that arrives at once fires at its 5-minute delay, not after the 10-minute grace', () => {
+    expect(runAt(2_000, 5)).toBe(ACTIVITY + 5 * 60_000);
+  });
+
+  it('a checkout Shopify delivered 45 s after its activity still counts as prompt', () => {
+    expect(runAt(45_000, 5)).toBe(ACTIVITY + 5 * 60_000);
+  });
+
+  it('a checkout that arrives late waits the grace after its arrival, so a late order can still cancel it', () => {
+    const late = 20 * 60_000;
+    expect(runAt(late, 5)).toBe(ACTIVITY + late + policy.graceMs);
+    // its delay already passed on arrival: never at once
+    expect(runAt(late, 15)).toBe(ACTIVITY + late + policy.graceMs);
+  });
+
+  it('a late checkout whose delay ends after the grace fires at its delay', () => {
+    expect(runAt(3 * 60_000, 60)).toBe(ACTIVITY + 60 * 60_000);
+  });
+});

@@ -108,9 +108,14 @@ describe('abandonment of a checkout that reaches us late', () => {
     expect(out.upserts[0]?.skip).toEqual({ kind: 'checkout_too_old', reason: 'the checkout was last active 30 days before it reached us (no abandonment after 7 days)' });
   });
 
-  it('follows the merchant delay when it is the later of the two', () => {
+  it('a prompt checkout follows the merchant delay, even one shorter than the grace', () => {
     const [u] = mapWebhook(input('checkouts/create', checkout, { receivedAt: new Date(active), settings: settingsWith({ abandonment_delay_minutes: 5 }) })).upserts;
-    expect(u?.runAt.getTime()).toBe(active + 10 * 60_000);
+    expect(u?.runAt.getTime()).toBe(active + 5 * 60_000);
+  });
+
+  it('a late checkout follows the merchant delay when it is the later of the two', () => {
+    const [u] = mapWebhook(input('checkouts/create', checkout, { receivedAt: new Date(active + 3 * 60_000) })).upserts;
+    expect(u?.runAt.getTime()).toBe(active + 60 * 60_000);
   });
 });
 

@@ -1,4 +1,4 @@
-import { BACKOFF_SCHEDULE_MS, decideRetry, GIVE_UP_AFTER_MS, scheduleSpanMs } from '../../../src/outbox/retry-policy';
+import { BACKOFF_SCHEDULE_MS, decideRetry, GIVE_UP_AFTER_MS, NOT_FOUND_ATTEMPTS, scheduleSpanMs } from '../../../src/outbox/retry-policy';
 
 const t0 = new Date('2026-11-21T10:00:00Z');
 const at = (ms: number) => new Date(t0.getTime() + ms);
@@ -57,5 +57,34 @@ describe('retry policy', () => {
     expect(spanMs).toBeGreaterThan(20 * 3_600_000);
     expect(spanMs).toBeLessThanOrEqual(GIVE_UP_AFTER_MS);
     expect(retries).toBeGreaterThan(BACKOFF_SCHEDULE_MS.length);
+  });
+});
+
+describe('retry policy: a service address that answers 404 (not_found)', () => {
+  const notFound = { kind: 'not_found' as const, message: 'The email service address answered 404 Not Found: check SERVICE_WEBHOOK_URL', mayHaveArrived: false };
+
+  it('retries with the normal backoff for the first attempts', () => {
+    expect(decideRetry(notFound, 1, t0, t0, mid)).toMatchObject({ action: 'retry', runAt: at(5_000) });
+    expect(decideRetry(notFound, NOT_FOUND_ATTEMPTS - 1, t0, t0, mid)).toMatchObject({ action: 'retry', runAt: at(30_000) });
+  });
+
+  it('then holds the shop as a configuration problem, never dead', () => {
+    expect(NOT_FOUND_ATTEMPTS).toBe(3);
+    expect(decideRetry(notFound, NOT_FOUND_ATTEMPTS, t0, t0, mid)).toEqual({ action: 'hold', reason: 'service_not_found' });
+    expect(decideRetry(notFound, 40, t0, at(GIVE_UP_AFTER_MS + 60_000), mid)).toEqual({ action: 'hold', reason: 'service_not_found' });
+  });
+
+  it('holds at the first 404 when the shop is already held for one', () => {
+    expect(decideRetry(notFound, 1, t0, t0, mid, undefined, { heldForNotFound: true })).toEqual({ action: 'hold', reason: 'service_not_found' });
+  });
+
+  it('a message near its give-up horizon is held, not killed, by a 404', () => {
+    expect(decideRetry(notFound, 1, t0, at(GIVE_UP_AFTER_MS - 1_000), mid)).toEqual({ action: 'hold', reason: 'service_not_found' });
+  });
+
+  it('a service that took the request but said success: false, a proxy page, a redirect, 408, 425: retried with backoff, never dead at once', () => {
+    // the client classifies them all as retryable; none counts against the send cap
+    const refused = { kind: 'retryable' as const, message: 'answered 200 but said success: false', mayHaveArrived: false };
+    expect(decideRetry(refused, 1, t0, t0, mid, { sends: 8, maxSends: 8 })).toMatchObject({ action: 'retry', runAt: at(5_000) });
   });
 });

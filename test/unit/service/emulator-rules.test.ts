@@ -339,6 +339,36 @@ describe('fault injection', () => {
     expect((await check(apiKey)).status).toBe(status);
   });
 
+  it.each([['status404', 404], ['status408', 408], ['status425', 425], ['status503', 503]] as const)('%s answers %i in JSON, with the rate headers', async (mode, status) => {
+    const { apiKey } = em.createWorkspace();
+    em.injectFault({ mode, path: '/webhook/send' });
+    const r = await send(apiKey, { event_name: 'e', email: 'a@example.com' });
+    expect(r).toMatchObject({ status, body: { detail: expect.any(String) }, headers: { 'x-ratelimit-limit': '10' } });
+  });
+
+  it('success_false answers 200 {"success": false} and records no event', async () => {
+    const { apiKey, id } = em.createWorkspace();
+    em.injectFault({ mode: 'success_false' });
+    expect(await send(apiKey, { event_name: 'e', email: 'a@example.com' })).toMatchObject({ status: 200, body: { success: false, message: expect.any(String) } });
+    expect(em.eventCounts(id)).toEqual({});
+  });
+
+  it('proxy404, html200 and redirect307 answer as something in front of the service: no JSON, no rate headers', async () => {
+    const { apiKey } = em.createWorkspace();
+    em.injectFault({ mode: 'proxy404' });
+    const notFound = await send(apiKey, { event_name: 'e', email: 'a@example.com' });
+    expect(notFound).toMatchObject({ status: 404, body: undefined, headers: { 'content-type': 'text/html' } });
+    expect(notFound.headers['x-ratelimit-limit']).toBeUndefined();
+    em.injectFault({ mode: 'html200' });
+    const page = await send(apiKey, { event_name: 'e', email: 'a@example.com' });
+    expect(page).toMatchObject({ status: 200, body: undefined, headers: { 'content-type': 'text/html' } });
+    expect(page.text).toMatch(/^<!doctype html>/);
+    em.injectFault({ mode: 'redirect307', location: 'http://elsewhere.example/webhook/send/' });
+    const moved = await send(apiKey, { event_name: 'e', email: 'a@example.com' });
+    expect(moved).toMatchObject({ status: 307, headers: { location: 'http://elsewhere.example/webhook/send/' } });
+    expect(em.requests().slice(-3).map((r) => [r.status, r.fault])).toEqual([[404, 'proxy404'], [200, 'html200'], [307, 'redirect307']]);
+  });
+
   it('delay: the answer comes after delayMs, and is then processed normally', async () => {
     const { apiKey, id } = em.createWorkspace();
     em.injectFault({ mode: 'delay', delayMs: 200 });

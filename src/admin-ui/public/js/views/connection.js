@@ -63,6 +63,10 @@ export function mountConnection(card, ctx) {
             'The app cannot read your saved API key: its server’s encryption key changed. Deliveries are held, not lost. ',
             'Paste your API key again below to resume them at once. (Operators: restart with the old key in ENCRYPTION_KEYS_PREVIOUS.)')
           : null,
+      // a configuration problem of the app (the service's address answers 404), not of the key
+      v.delivery_problem
+        ? h('div', { class: 'banner banner--critical', id: 'delivery-problem', role: 'alert' }, v.delivery_problem.message)
+        : null,
       h('dl', { class: 'details' },
         row('Workspace', h('strong', { id: 'workspace-name' }, v.workspace_name ?? v.workspace_id ?? '—')),
         row('API key', h('code', { id: 'key-hint' }, v.key_hint ?? '—')),

@@ -9,6 +9,8 @@ const HELD_REASONS = {
   invalid_key: 'the API key is invalid',
   disconnected: 'the account is disconnected',
   key_unreadable: 'the saved API key cannot be read on the server',
+  uninstalled: 'the app is uninstalled',
+  service_not_found: 'the email service’s address answers 404 (the app’s setup, see above)',
 };
 
 export function mountDeliveries(container, ctx) {
