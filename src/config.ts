@@ -1,6 +1,7 @@
 // The only reader of process.env. Turns the environment into a typed Config, or stops start-up
 // with one line naming the variable at fault (section 1 of the app contract).
 import { z } from 'zod';
+import type { ClassPolicy } from './outbox/classes';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -102,7 +103,19 @@ const schema = z.object({
   PIXEL_EVENTS_PER_EMAIL_DAY: z.coerce.number().int().min(1).max(10_000_000).default(200),
   PIXEL_ABANDONMENTS_PER_EMAIL_DAY: z.coerce.number().int().min(1).max(10_000_000).default(4),
   PIXEL_LOOKUPS_PER_MINUTE: z.coerce.number().int().min(0).max(10_000).default(10),
+  // delivery classes (src/outbox/classes.ts): the floor share of each lower class, in percent of a
+  // workspace's sends, and each class's maximum useful age past due, in hours (0: none)
+  DELIVERY_FLOOR_TRIGGERS: z.coerce.number().min(0).max(50).default(15),
+  DELIVERY_FLOOR_BEHAVIOUR: z.coerce.number().min(0).max(50).default(10),
+  DELIVERY_FLOOR_HISTORY: z.coerce.number().min(0).max(50).default(5),
+  DELIVERY_MAX_AGE_HOURS_CRITICAL: z.coerce.number().min(0).max(24 * 365).default(0),
+  DELIVERY_MAX_AGE_HOURS_TRIGGERS: z.coerce.number().min(0).max(24 * 365).default(24),
+  DELIVERY_MAX_AGE_HOURS_BEHAVIOUR: z.coerce.number().min(0).max(24 * 365).default(24),
+  DELIVERY_MAX_AGE_HOURS_HISTORY: z.coerce.number().min(0).max(24 * 365).default(0),
 });
+
+/** A maximum age in hours as ms; 0 means none. */
+const hoursOrNone = (h: number): number | null => (h > 0 ? Math.round(h * 3_600_000) : null);
 
 /** What a process runs: web = HTTP (intake, admin API); worker = receipt processing and delivery; all = both. */
 export type Role = 'all' | 'web' | 'worker';
@@ -136,6 +149,8 @@ export interface Config {
   /** Runs the public HTTP surface: webhooks, pixel, admin API, page (role all or web). */
   webEnabled: boolean;
   worker: { lanes: number; maxInFlight: number; maxSendsPerMessage: number };
+  /** Floors and maximum useful ages of the delivery classes. */
+  classes: ClassPolicy;
   /** How long processed receipts are kept for deduplication. */
   receiptRetentionDays: number;
   checkouts: { graceMinutes: number; maxAgeDays: number };
@@ -191,6 +206,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (production && !e.SHOPIFY_APP_URL.startsWith('https://')) {
     throw new ConfigError('SHOPIFY_APP_URL is invalid: it must be https when NODE_ENV=production');
   }
+  if (e.DELIVERY_FLOOR_TRIGGERS + e.DELIVERY_FLOOR_BEHAVIOUR + e.DELIVERY_FLOOR_HISTORY > 60) {
+    throw new ConfigError('DELIVERY_FLOOR_TRIGGERS is invalid: the three floors together must leave at least 40% to the highest class');
+  }
   if (e.ROLE && e.WORKER_ENABLED) throw new ConfigError('WORKER_ENABLED is a deprecated alias of ROLE: set only ROLE');
   const role: Role = e.ROLE ?? (e.WORKER_ENABLED === 'false' ? 'web' : 'all');
   return {
@@ -226,6 +244,13 @@ export function loadConfig(env: Env = process.env): Config {
     workerEnabled: role !== 'web',
     webEnabled: role !== 'worker',
     worker: { lanes: e.WORKER_LANES, maxInFlight: e.WORKER_MAX_IN_FLIGHT, maxSendsPerMessage: e.MAX_SENDS_PER_MESSAGE },
+    classes: {
+      floors: { critical: 0, triggers: e.DELIVERY_FLOOR_TRIGGERS / 100, behaviour: e.DELIVERY_FLOOR_BEHAVIOUR / 100, history: e.DELIVERY_FLOOR_HISTORY / 100 },
+      maxAgeMs: {
+        critical: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_CRITICAL), triggers: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_TRIGGERS),
+        behaviour: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_BEHAVIOUR), history: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_HISTORY),
+      },
+    },
     checkouts: { graceMinutes: e.CHECKOUT_GRACE_MINUTES, maxAgeDays: e.CHECKOUT_MAX_AGE_DAYS },
     receiptRetentionDays: e.RECEIPT_RETENTION_DAYS,
     pixel: {

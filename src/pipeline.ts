@@ -81,6 +81,7 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
     lanes: config.worker.lanes,
     maxInFlight: config.worker.maxInFlight,
     requestTimeoutMs: config.service.timeoutMs,
+    classes: config.classes,
     safetyPollMs,
     ...deps.worker,
   });

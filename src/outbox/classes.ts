@@ -69,10 +69,11 @@ export const DEFAULT_CLASS_POLICY: ClassPolicy = {
 
 /**
  * The workspace's recent sends per class, as decayed counts (each send multiplies every count by
- * USAGE_DECAY and adds 1 to its class): a class's share of the last ~1 / (1 - USAGE_DECAY) sends.
+ * USAGE_DECAY and adds 1 to its class): a class's share of about its last 200 sends (20 s at the
+ * baseline 10/s). One send moves a share by 0.5 point, so floors hold within a point.
  */
 export type Usage = [number, number, number, number];
-export const USAGE_DECAY = 0.98;
+export const USAGE_DECAY = 0.995;
 
 /** Adds one send of class `c` to the usage (what the pacer's take writes, in SQL). */
 export function addSend(usage: Usage, c: ClassIndex): Usage {
@@ -82,9 +83,10 @@ export function addSend(usage: Usage, c: ClassIndex): Usage {
 /**
  * Which class sends next, given how many messages each class has due: the highest class with due
  * work, unless a lower class with due work is below its floor share of the recent sends; then the
- * one furthest below its floor (the higher on a tie). Null when nothing is due.
+ * one furthest below its floor (the higher on a tie). With `topOnly`, the highest class with due
+ * work, whatever the floors. Null when nothing is due.
  */
-export function nextClass(due: readonly number[], usage: Usage, floors: readonly number[]): ClassIndex | null {
+export function nextClass(due: readonly number[], usage: Usage, floors: readonly number[], topOnly = false): ClassIndex | null {
   const total = usage.reduce((a, b) => a + b, 0);
   let top: ClassIndex | null = null;
   let starved: ClassIndex | null = null;
@@ -93,6 +95,7 @@ export function nextClass(due: readonly number[], usage: Usage, floors: readonly
     if (!((due[c] ?? 0) > 0)) continue;
     if (top === null) {
       top = c;
+      if (topOnly) break;
       continue;
     }
     const share = total > 0 ? usage[c] / total : 0;
@@ -107,15 +110,20 @@ export function nextClass(due: readonly number[], usage: Usage, floors: readonly
 
 /**
  * The classes of the next `n` sends, given how many messages each class has due (`due`), the
- * usage moving with each send as the takes will move it.
+ * usage moving with each send as the takes will move it. A floor's send is never followed by
+ * another while the highest class has due work: a class that comes back after a quiet spell
+ * catches up its floor between the highest class's sends, not in a burst before them.
  */
 export function planClasses(due: readonly number[], usage: Usage, floors: readonly number[], n: number): ClassIndex[] {
   const left = [...due];
   const plan: ClassIndex[] = [];
   let u = usage;
+  let floorSent = false;
   for (let i = 0; i < n; i++) {
-    const c = nextClass(left, u, floors);
+    const top = nextClass(left, u, floors, true);
+    const c = nextClass(left, u, floors, floorSent);
     if (c === null) break;
+    floorSent = c !== top;
     plan.push(c);
     left[c] = (left[c] ?? 0) - 1;
     u = addSend(u, c);

@@ -22,12 +22,14 @@ import { Sql } from './sql';
 // Parameters: 1 now (µs), 2 now (timestamp), 3 catch-up tolerance (µs), 4 (1000 + guard) × 1000,
 // 5 this take's token, 6 workspace, 7 the send's delivery class (-1: not a delivery). A take also
 // moves the workspace's usage per class (classes.ts): every count decays, the send's class gains
-// one. Per row: on PostgreSQL the takes of concurrent lanes go in one statement, one row per
+// one; and it counts itself in the takes of its second, so every process can tell the
+// workspace's own requests from another integration's (observe). Per row: on PostgreSQL the takes of concurrent lanes go in one statement, one row per
 // workspace (Coalescer). SET expressions all read the row as it was before the update.
 const USAGE_COLUMNS = ['usageCritical', 'usageTriggers', 'usageBehaviour', 'usageHistory'] as const;
 const TAKE = perRow((c, rows, provider) => {
   // a function, not a string: each use must declare its parameters (SQLite binds them in order)
   const ok = () => `"nextSendUs" <= ${c(1, 'bigint')} AND ("pausedUntil" IS NULL OR "pausedUntil" <= ${c(2, 'timestamp')})`;
+  const second = () => `(${c(1, 'bigint')} / 1000000)`;
   const usage = (col: string, k: number) =>
     `"${col}" = CASE WHEN ${ok()} AND ${c(7, 'integer')} >= 0 THEN "${col}" * ${USAGE_DECAY} + CASE WHEN ${c(7, 'integer')} = ${k} THEN 1 ELSE 0 END ELSE "${col}" END`;
   return `
@@ -35,9 +37,12 @@ const TAKE = perRow((c, rows, provider) => {
     "nextSendUs" = CASE WHEN ${ok()}
       THEN ${provider === 'postgres' ? 'GREATEST' : 'MAX'}("nextSendUs", ${c(1, 'bigint')} - ${c(3, 'bigint')}) + ((${c(4, 'bigint')} + "limitPerSec" - 1) / "limitPerSec") ELSE "nextSendUs" END,
     ${USAGE_COLUMNS.map(usage).join(',\n    ')},
+    "takesLastSecond" = CASE WHEN NOT (${ok()}) THEN "takesLastSecond" WHEN ${second()} = "takeSecond" + 1 THEN "takesThisSecond" WHEN ${second()} = "takeSecond" THEN "takesLastSecond" ELSE 0 END,
+    "takesThisSecond" = CASE WHEN NOT (${ok()}) THEN "takesThisSecond" WHEN ${second()} = "takeSecond" THEN "takesThisSecond" + 1 ELSE 1 END,
+    "takeSecond" = CASE WHEN ${ok()} THEN ${second()} ELSE "takeSecond" END,
     "takenBy" = CASE WHEN ${ok()} THEN ${c(5)} ELSE "takenBy" END
   ${rows ? `FROM ${rows}` : ''} WHERE "workspaceId" = ${c(6)}
-  RETURNING "workspaceId", "nextSendUs", "limitPerSec", "pausedUntil", "takenBy", ${USAGE_COLUMNS.map((col) => `"${col}"`).join(', ')}`;
+  RETURNING "workspaceId", "nextSendUs", "limitPerSec", "pausedUntil", "takenBy", "takeSecond", "takesThisSecond", "takesLastSecond", ${USAGE_COLUMNS.map((col) => `"${col}"`).join(', ')}`;
 });
 
 // A take answered late is moved to the moment it is really used, when no one has taken a send
@@ -77,6 +82,9 @@ interface TakeRow {
   limitPerSec: number;
   pausedUntil: unknown;
   takenBy: string | null;
+  takeSecond: number;
+  takesThisSecond: number;
+  takesLastSecond: number;
   usageCritical: number;
   usageTriggers: number;
   usageBehaviour: number;
@@ -129,6 +137,8 @@ export class Pacer {
   private readonly onEvent: (event: PacerEvent) => void;
   /** This process's own recent sends per workspace, to tell our usage from someone else's. */
   private readonly recent = new Map<string, number[]>();
+  /** Every process's takes per workspace, per second, as this process's last take saw them. */
+  private readonly shared = new Map<string, { second: number; current: number; last: number }>();
   /** The limit this process last saw reported per workspace, to write it only when it changes. */
   private readonly limits = new Map<string, number>();
   private readonly known = new Set<string>();
@@ -183,7 +193,10 @@ export class Pacer {
       this.known.delete(workspaceId);
       return { ok: false, retryAt: nowMs + 1, pausedUntil: null };
     }
-    if (row.takenBy === token) return { ok: true, limit: Number(row.limitPerSec), token, at: nowMs, usage: usageOf(row) };
+    if (row.takenBy === token) {
+      this.shared.set(workspaceId, { second: Number(row.takeSecond), current: Number(row.takesThisSecond), last: Number(row.takesLastSecond) });
+      return { ok: true, limit: Number(row.limitPerSec), token, at: nowMs, usage: usageOf(row) };
+    }
     const paused = rawDate(row.pausedUntil);
     const pausedUntil = paused && paused.getTime() > nowMs ? paused : null;
     const next = Math.ceil(Number(row.nextSendUs) / 1000);
@@ -317,6 +330,22 @@ export class Pacer {
     this.known.add(workspaceId);
   }
 
+  /**
+   * The workspace's takes by every process in the second before `at` (epoch ms), from the counts
+   * of whole seconds the last take returned: those of `at`'s second, and the part of the second
+   * before it that the sliding window still covers. Our processes' requests, not another
+   * integration's.
+   */
+  private sharedTakes(workspaceId: string, at: number): number {
+    const s = this.shared.get(workspaceId);
+    if (!s) return 0;
+    const second = Math.floor(at / 1000);
+    const covered = 1 - (at % 1000) / 1000 + this.guardMs / 1000;
+    if (s.second === second) return Math.ceil(s.current + s.last * Math.min(1, covered));
+    if (s.second === second - 1) return Math.ceil(s.current * Math.min(1, covered));
+    return 0;
+  }
+
   /** Records a send made by this process, for telling our usage from others'. */
   private noteSend(workspaceId: string, at: number): void {
     const list = this.recent.get(workspaceId) ?? [];
@@ -349,7 +378,7 @@ export class Pacer {
       // back from the answer instead missed some the service still counted, took them for
       // someone else's, and slowed every few sends down for nothing.
       const upTo = sentAt ?? now;
-      const ours = (this.recent.get(workspaceId) ?? []).filter((t) => t <= upTo && t > upTo - 1000 - this.guardMs).length;
+      const ours = Math.max((this.recent.get(workspaceId) ?? []).filter((t) => t <= upTo && t > upTo - 1000 - this.guardMs).length, this.sharedTakes(workspaceId, upTo));
       const external = rate.limit - rate.remaining - ours;
       if (external > 0) {
         pushTo = now + Math.ceil(external * this.intervalMs(rate.limit));

@@ -402,6 +402,8 @@ export class DeliveryWorker {
     const inFlight = new Set<Promise<unknown>>();
     const lane = { stop: false };
     const started = Date.now();
+    /** The workspace's usage when this lane last waited for another shop's send; null when it did not. */
+    let waitedAt: string | null = null;
     try {
       const ctx = await this.context(shopId, leased);
       if (!ctx) return {};
@@ -421,9 +423,20 @@ export class DeliveryWorker {
         const now = this.now();
         const due = await repo.dueByClass(shopId, ctx.workspaceId, now, batchSize);
         if (due.own.every((n) => n === 0)) return {};
-        const counts = this.planBatch(due, usage, batchSize);
-        // the workspace's next send is another shop's (a higher class, or a floor): let its lane have it
-        if (counts.every((n) => n === 0)) return { notBefore: new Date(now.getTime() + 2 * pacer.intervalMs(limit)) };
+        let counts = this.planBatch(due, usage, batchSize, true);
+        if (counts.every((n) => n === 0)) {
+          // the workspace's next send is another shop's (a higher class, or a floor): its lane takes
+          // it. When no one has sent since this lane last waited (that shop is not being served),
+          // this shop sends its own best instead: the budget is never left unused.
+          const spent = usage.join(',');
+          if (waitedAt !== spent) {
+            waitedAt = spent;
+            await sleep(2 * pacer.intervalMs(limit));
+            continue;
+          }
+          counts = this.planBatch(due, usage, batchSize, false);
+        }
+        waitedAt = null;
         const lockMs = Math.ceil(((batchSize + 1) * 1000) / limit) + (this.deps.requestTimeoutMs ?? 10_000) + 5_000;
         const claimed = await repo.claim(shopId, this.workerId, counts, now, lockMs);
         if (claimed.length === 0) return {};
@@ -440,16 +453,14 @@ export class DeliveryWorker {
   }
 
   /**
-   * How many of each class this shop's next batch claims: the workspace's plan (its due work, this
-   * shop's and the other shops'), cut where the plan's next send is a class only other shops have.
+   * How many of each class this shop's next batch claims: its part of the workspace's plan (made
+   * from the due work of this shop and, `withOthers`, of the other shops). The plan's sends of
+   * classes only other shops have are theirs: their lanes take those turns at the shared pacer.
    */
-  private planBatch(due: { own: number[]; others: boolean[] }, usage: Usage, batchSize: number): number[] {
-    const view = due.own.map((n, k) => n + (due.others[k] ? batchSize : 0));
+  private planBatch(due: { own: number[]; others: boolean[] }, usage: Usage, batchSize: number, withOthers: boolean): number[] {
+    const view = due.own.map((n, k) => n + (withOthers && due.others[k] ? batchSize : 0));
     const counts = [0, 0, 0, 0];
-    for (const k of planClasses(view, usage, this.floors, batchSize)) {
-      if (counts[k]! >= due.own[k]!) break;
-      counts[k]! += 1;
-    }
+    for (const k of planClasses(view, usage, this.floors, batchSize)) if (counts[k]! < due.own[k]!) counts[k]! += 1;
     return counts;
   }
 

@@ -190,6 +190,22 @@ describe(`pacer on ${testProvider}`, () => {
     expect(!after.ok && after.retryAt).toBeGreaterThanOrEqual(now + 2000);
   });
 
+  it('does not take the sends of another process sharing the workspace for someone else\'s', async () => {
+    let t = 25_000_000;
+    const one = new Pacer(db, testProvider, { now: () => t });
+    const two = new Pacer(db, testProvider, { now: () => t });
+    const wait = async (ms: number) => void (t += ms);
+    // two processes alternate the workspace's turns: ten sends in one second, five each
+    for (let i = 0; i < 10; i++) expect(await (i % 2 ? two : one).takeSend('ws-two', { wait })).toMatchObject({ kind: 'ok' });
+    const last = t;
+    t += 30;
+    // the tenth request's process reads its answer: the service counted all ten, five of them the
+    // other process's, and none someone else's, so nothing is pushed back
+    await two.observe('ws-two', { limit: 10, remaining: 0 }, false, undefined, last);
+    const next = await one.tryTake('ws-two');
+    expect(!next.ok && next.retryAt).toBe(last + 104);
+  });
+
   it('slows down when remaining shows someone else using the quota', async () => {
     const pacer = new Pacer(db, testProvider, { now: () => now });
     now += 10_000;

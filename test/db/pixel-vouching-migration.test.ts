@@ -45,9 +45,9 @@ describe(`the pixel_vouching migration (${testProvider})`, () => {
 
   it('deletes unvouched identities and waiting events, cancels unsent storefront messages, keeps the rest', async () => {
     const all = readMigrations(database.provider);
-    const last = all[all.length - 1]!;
-    expect(last.name).toMatch(/_pixel_vouching$/);
-    const before = all.slice(0, -1);
+    const at = all.findIndex((m) => /_pixel_vouching$/.test(m.name));
+    expect(at).toBeGreaterThan(0);
+    const before = all.slice(0, at);
     // the database as the previous release left it
     const ts = (d: Date) => (database.provider === 'sqlite' ? d.getTime() : d);
     const now = new Date();
@@ -69,7 +69,8 @@ describe(`the pixel_vouching migration (${testProvider})`, () => {
       ),
     ]);
 
-    expect(await applyMigrations(database.url)).toEqual([last.name]);
+    // this migration, and the ones after it
+    expect(await applyMigrations(database.url)).toEqual(all.slice(at).map((m) => m.name));
     const db = await createDb(database.url, { poolSize: 2 });
     try {
       expect(await db.pixelVisitor.count()).toBe(0);

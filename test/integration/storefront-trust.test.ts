@@ -82,7 +82,7 @@ describe(`storefront trust (${testProvider})`, () => {
     expect(await tablesContaining(s.app.db, 'evil.example')).toEqual([]);
     const during = await metrics();
     expect(metric(during, 'connector_pixel_claims_total{outcome="pending"}') - metric(before, 'connector_pixel_claims_total{outcome="pending"}')).toBe(2);
-    expect(metric(during, 'connector_pixel_claims_pending')).toBeGreaterThanOrEqual(2);
+    // connector_pixel_claims_pending is a cached gauge (up to 15 s old: metrics-gauges.test.ts); the page's count is live
     expect((await s.api('GET', '/api/pixel', undefined, domain)).body.activity).toMatchObject({ claims_pending: 2, claims_vouched: 0 });
 
     // PIXEL_CLAIM_MINUTES (30) later: the claims go, counted; the events wait out their own window

@@ -92,6 +92,17 @@ describe('loadConfig', () => {
     expect(c).toMatchObject({ worker: { lanes: 200, maxSendsPerMessage: 3 }, checkouts: { graceMinutes: 0, maxAgeDays: 30 }, receiptRetentionDays: 14 });
     expect(() => loadConfig({ ...sandbox, WORKER_LANES: '0' })).toThrow(/^WORKER_LANES is invalid/);
   });
+
+  it('reads the delivery classes: floors in percent, maximum ages in hours (0: none)', () => {
+    expect(loadConfig(sandbox).classes).toEqual({
+      floors: { critical: 0, triggers: 0.15, behaviour: 0.1, history: 0.05 },
+      maxAgeMs: { critical: null, triggers: 86_400_000, behaviour: 86_400_000, history: null },
+    });
+    const c = loadConfig({ ...sandbox, DELIVERY_FLOOR_BEHAVIOUR: '20', DELIVERY_MAX_AGE_HOURS_BEHAVIOUR: '2', DELIVERY_MAX_AGE_HOURS_TRIGGERS: '0' });
+    expect(c.classes).toMatchObject({ floors: { behaviour: 0.2 }, maxAgeMs: { behaviour: 7_200_000, triggers: null } });
+    expect(() => loadConfig({ ...sandbox, DELIVERY_FLOOR_TRIGGERS: '30', DELIVERY_FLOOR_BEHAVIOUR: '30', DELIVERY_FLOOR_HISTORY: '10' })).toThrow(/^DELIVERY_FLOOR_TRIGGERS is invalid: the three floors together/);
+    expect(() => loadConfig({ ...sandbox, DELIVERY_FLOOR_HISTORY: '-1' })).toThrow(/^DELIVERY_FLOOR_HISTORY is invalid/);
+  });
 });
 
 describe('the sandbox, only on request', () => {

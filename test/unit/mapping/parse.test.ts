@@ -94,18 +94,10 @@ describe('parseWebhookBody on bodies with runs of 16 digits or more (their unsaf
     expect(() => parseWebhookBody(raw)).toThrow(InvalidJsonError);
   });
 
-  it('reads a 1.8 MB order of 10,000 line items with 18-digit ids exactly as lossless-json, several times faster', () => {
+  it('reads a 1.8 MB order of 10,000 line items with 18-digit ids exactly as lossless-json', () => {
     const items = Array.from({ length: 10_000 }, (_, i) => `{"id":${866550311766439020 + i * 7},"product_id":788032119674292922,"title":"Notebook ${i}","quantity":${(i % 5) + 1},"price":"4.50"}`);
     const raw = `{"id":820982911946154508,"line_items":[${items.join(',')}]}`;
-    const time = (f: () => unknown) => {
-      const t = performance.now();
-      f();
-      return performance.now() - t;
-    };
+    // its speed is what the big-order test measures, as the event loop's longest stall
     expect(parseWebhookBody(raw)).toStrictEqual(parseLossless(raw));
-    // the better of three runs each, so a busy machine's one slow run does not decide
-    const fast = Math.min(...[0, 1, 2].map(() => time(() => parseWebhookBody(raw))));
-    const lossless = Math.min(...[0, 1, 2].map(() => time(() => parseLossless(raw))));
-    expect(fast).toBeLessThan(lossless / 2);
   });
 });

@@ -30,6 +30,18 @@ describe('Metrics gauges read from the database', () => {
     metrics.onScrapeLag(lag.read);
   });
 
+  it('reads the pending storefront claims the same way: one read for 100 scrapes', async () => {
+    const claims = controlledRead<number>();
+    metrics.onScrapeClaims(claims.read);
+    const scrapes = Array.from({ length: 100 }, () => metrics.registry.metrics());
+    await settle();
+    expect(claims.calls).toHaveLength(1);
+    claims.calls[0]!.resolve(4);
+    queue.calls[0]!.resolve({});
+    lag.calls[0]!.resolve({ pending: 0, oldestAgeS: 0 });
+    for (const text of await Promise.all(scrapes)) expect(text).toMatch(/^connector_pixel_claims_pending 4$/m);
+  });
+
   it('100 concurrent first scrapes share one read of each, and wait for it', async () => {
     const scrapes = Array.from({ length: 100 }, () => metrics.registry.metrics());
     await settle();

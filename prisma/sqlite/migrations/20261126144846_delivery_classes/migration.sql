@@ -72,6 +72,9 @@ CREATE TABLE "new_WorkspacePacer" (
     "usageTriggers" REAL NOT NULL DEFAULT 0,
     "usageBehaviour" REAL NOT NULL DEFAULT 0,
     "usageHistory" REAL NOT NULL DEFAULT 0,
+    "takeSecond" BIGINT NOT NULL DEFAULT 0,
+    "takesThisSecond" INTEGER NOT NULL DEFAULT 0,
+    "takesLastSecond" INTEGER NOT NULL DEFAULT 0,
     "pausedUntil" DATETIME,
     "pauseReason" TEXT,
     "updatedAt" DATETIME NOT NULL
