@@ -4,7 +4,7 @@ import { watchDelivery } from '../api.js';
 import { announce, badge, busy, h, humanize, render, timeAgo } from '../dom.js';
 
 const PAGE_SIZE = 10;
-const RETRYABLE = new Set(['dead', 'held', 'delivered_unconfirmed']);
+const RETRYABLE = new Set(['dead', 'held', 'delivered_unconfirmed', 'expired']);
 const HELD_REASONS = {
   invalid_key: 'the API key is invalid',
   disconnected: 'the account is disconnected',
