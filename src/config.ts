@@ -74,6 +74,8 @@ const schema = z.object({
   SHOPIFY_ADMIN_ORIGIN: url('SHOPIFY_ADMIN_ORIGIN').optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   SERVICE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120000).default(10000),
+  // the pacer's room, per second of sends, for jitter between a request leaving and the service counting it
+  SERVICE_RATE_GUARD_MS: z.coerce.number().int().min(0).max(500).default(40),
   // deprecated alias of ROLE=web (false) / ROLE=all (true)
   WORKER_ENABLED: z.enum(['true', 'false']).optional(),
   ROLE: z.enum(['all', 'web', 'worker']).optional(),
@@ -140,7 +142,7 @@ export interface Config {
     scopes: string[];
     adminOrigin?: string;
   };
-  service: { baseUrl: string; webhookUrl: string; timeoutMs: number };
+  service: { baseUrl: string; webhookUrl: string; timeoutMs: number; rateGuardMs: number };
   encryption: { key: Buffer; previousKeys: Buffer[] };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   role: Role;
@@ -231,6 +233,7 @@ export function loadConfig(env: Env = process.env): Config {
       baseUrl: e.SERVICE_BASE_URL.replace(/\/$/, ''),
       webhookUrl: (e.SERVICE_WEBHOOK_URL ?? e.SERVICE_BASE_URL).replace(/\/$/, ''),
       timeoutMs: e.SERVICE_TIMEOUT_MS,
+      rateGuardMs: e.SERVICE_RATE_GUARD_MS,
     },
     encryption: {
       key: Buffer.from(e.ENCRYPTION_KEY, 'base64'),

@@ -119,7 +119,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const secrets = createSecretBox(config.encryption.key, config.encryption.previousKeys);
   const client = opts.client ?? createServiceClient({ baseUrl: config.service.baseUrl, webhookUrl: config.service.webhookUrl, timeoutMs: config.service.timeoutMs, logger });
   const repo = new OutboxRepository(db, config.dbProvider, { maxSends: config.worker.maxSendsPerMessage });
-  const pacer = new Pacer(db, config.dbProvider, { now: () => now().getTime(), onEvent: (event) => metrics.pacerEvents.inc({ event }) });
+  const pacer = new Pacer(db, config.dbProvider, { now: () => now().getTime(), guardMs: config.service.rateGuardMs, onEvent: (event) => metrics.pacerEvents.inc({ event }) });
 
   const shopify = createShopify(config, logger);
   const sessions = createSessionStore(db, { encrypt: (p, c) => secrets.encrypt(p, c), decrypt: (s, c) => secrets.decrypt(s, c), logger });
