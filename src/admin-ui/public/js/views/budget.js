@@ -75,7 +75,8 @@ function layout(view) {
     tile('budget-shops', 'Shared by', known ? plural(view.shops_in_workspace, 'shop', 'shops') : bar('4em'), known ? (view.shops_in_workspace > 1 ? 'of this workspace' : 'this store alone') : bar('60%')));
 
   const cell = (value, cls) => h('td', { class: cls ?? 'num' }, known ? value : bar('2.5em'));
-  const table = h('div', { class: 'log budget-table' },
+  // scrolls sideways on a phone: focusable, so the keyboard can scroll it too
+  const table = h('div', { class: 'log budget-table', tabindex: '0', role: 'region', 'aria-label': 'Delivery budget by class' },
     h('table', { class: 'table', id: 'budget-classes', 'aria-busy': known ? null : 'true' },
       h('caption', { class: 'visually-hidden' }, 'The delivery budget by class, highest priority first'),
       h('thead', {}, h('tr', {}, COLUMNS.map((c, i) => h('th', { scope: 'col', class: i === 0 ? null : 'num' }, c)))),

@@ -27,7 +27,8 @@ export function mountDeliveries(container, ctx) {
   const head = () => h('thead', {}, h('tr', {}, COLUMNS.map((c, i) =>
     h('th', { scope: 'col', class: i === 3 ? 'num' : null }, i === 6 ? h('span', { class: 'visually-hidden' }, c) : c))));
   // a page of placeholder rows, each as tall as a loaded one (two lines in the event cell)
-  const table = h('div', { class: 'log', id: 'delivery-log', 'aria-busy': 'true' },
+  // scrolls sideways on a phone: focusable, so the keyboard can scroll it too
+  const table = h('div', { class: 'log', id: 'delivery-log', 'aria-busy': 'true', tabindex: '0', role: 'region', 'aria-labelledby': 'delivery-log-title' },
     h('table', { class: 'table', 'aria-hidden': 'true' }, head(),
       h('tbody', {}, Array.from({ length: PAGE_SIZE }, () => h('tr', {},
         h('td', { class: 'mono' }, skeleton('2em')),
