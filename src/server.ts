@@ -42,6 +42,7 @@ import { pixelRoute } from './http/pixel.route';
 import { createStorefront } from './pixel';
 import type { SweepResult } from './pixel/sweeper';
 import { createActivity, DELIVERY_STATUSES } from './use-cases/activity';
+import { createBudget, readClassQueues } from './use-cases/budget';
 import { createConnectionUseCases } from './use-cases/connection';
 import { createPermissions } from './use-cases/permissions';
 import type { EnrichItems } from './use-cases/forward-receipts';
@@ -115,6 +116,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     for (const r of rows) byStatus[r.status] = r._count._all;
     return byStatus;
   });
+  metrics.onScrapeClasses(() => readClassQueues(db, config.dbProvider, now()));
 
   const secrets = createSecretBox(config.encryption.key, config.encryption.previousKeys);
   const client = opts.client ?? createServiceClient({ baseUrl: config.service.baseUrl, webhookUrl: config.service.webhookUrl, timeoutMs: config.service.timeoutMs, logger });
@@ -193,6 +195,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const activity = createActivity({ db, provider: config.dbProvider, repo, receipts: pipeline.receipts, now, onEnqueued: notifyQueued });
   const holds = createHolds({ db, repo, logger, now, onRequeued: notifyQueued });
   const settings = createSettingsUseCases(db);
+  const budget = createBudget({ db, now });
 
   const auth = sessionTokenMiddleware({ shopify, db, tokens, logger, onResumed: notifyQueued });
   let shuttingDown = false;
@@ -215,7 +218,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     routers: config.webEnabled
       ? [
           authRoutes({ shopify, db, tokens, logger, onResumed: notifyQueued }),
-          adminRoutes({ auth, connection, activity, settings }),
+          adminRoutes({ auth, connection, activity, settings, budget }),
           permissionsRoutes({ auth, permissions, webPixels, pixelActivity: (shopId) => storefront.activity(shopId) }),
           backfill.router(auth),
           ...(opts.routers ?? []),

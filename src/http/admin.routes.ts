@@ -3,6 +3,7 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { settingsPatchSchema } from '../settings/settings';
 import { DELIVERY_STATUSES, type Activity } from '../use-cases/activity';
+import type { Budget } from '../use-cases/budget';
 import type { ConnectionUseCases } from '../use-cases/connection';
 import type { SettingsUseCases } from '../use-cases/settings';
 import { HttpError } from './errors';
@@ -13,6 +14,7 @@ export interface AdminRoutesDeps {
   connection: ConnectionUseCases;
   activity: Activity;
   settings: SettingsUseCases;
+  budget: Budget;
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
@@ -38,7 +40,7 @@ const testEventBody = z.object({ email: z.string().trim().toLowerCase().email('m
 
 export function adminRoutes(deps: AdminRoutesDeps): Router {
   const r = Router();
-  const { connection, activity, settings } = deps;
+  const { connection, activity, settings, budget } = deps;
   r.use('/api', deps.auth);
 
   r.get('/api/connection', async (_req, res) => {
@@ -83,6 +85,9 @@ export function adminRoutes(deps: AdminRoutesDeps): Router {
   });
   r.get('/api/stats', async (_req, res) => {
     res.json(await activity.stats(shopOf(res)));
+  });
+  r.get('/api/budget', async (_req, res) => {
+    res.json(await budget.view(shopOf(res).id));
   });
   r.get('/api/data-requests', async (_req, res) => {
     res.json({ data_requests: await activity.dataRequests(shopOf(res).id) });

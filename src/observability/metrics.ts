@@ -136,6 +136,18 @@ export class Metrics {
     labelNames: ['class'] as const,
     registers: [this.registry],
   });
+  readonly classQueued = new Gauge({
+    name: 'connector_class_queued',
+    help: 'Messages due now and waiting to be sent, by delivery class (critical, triggers, behaviour, history), over every shop',
+    labelNames: ['class'] as const,
+    registers: [this.registry],
+  });
+  readonly classOldestAge = new Gauge({
+    name: 'connector_class_oldest_queued_age_seconds',
+    help: 'Since the oldest due message of each delivery class became due (0 when none waits)',
+    labelNames: ['class'] as const,
+    registers: [this.registry],
+  });
   readonly loopFailures = new Counter({
     name: 'connector_background_failures_total',
     help: 'Failures of background loops (lane, worker_pass, stage2, pixel_sweep, backfill, key_check, key_rotation), each followed by a growing wait',
@@ -184,6 +196,17 @@ export class Metrics {
   onScrapeClaims(read: () => Promise<number>): void {
     const pending = this.cached(read);
     (this.pixelClaimsPending as unknown as { collect: () => Promise<void> }).collect = async () => this.pixelClaimsPending.set(await pending());
+  }
+
+  /** The per-class queue gauges come from `read`, both from one read, cached as onScrape's. */
+  onScrapeClasses(read: () => Promise<Array<{ class: string; queued: number; oldestAgeS: number }>>): void {
+    const classes = this.cached(read);
+    (this.classQueued as unknown as { collect: () => Promise<void> }).collect = async () => {
+      for (const c of await classes()) this.classQueued.set({ class: c.class }, c.queued);
+    };
+    (this.classOldestAge as unknown as { collect: () => Promise<void> }).collect = async () => {
+      for (const c of await classes()) this.classOldestAge.set({ class: c.class }, c.oldestAgeS);
+    };
   }
 
   /** The intake-lag gauges come from `read`, both from one read, cached as onScrape's. */

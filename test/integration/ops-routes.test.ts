@@ -13,7 +13,8 @@ import { countStatements, type StatementCounter } from '../helpers/statements';
 const TOKEN = 'metrics-token-0123456789abcdef';
 const SECRET = 'ops-test-secret-0123456789';
 
-const isQueueDepthRead = (sql: string) => /GROUP BY/i.test(sql) && /OutboxMessage/.test(sql);
+const isClassQueueRead = (sql: string) => /MIN\("dueAt"\) AS oldest/.test(sql);
+const isQueueDepthRead = (sql: string) => /GROUP BY/i.test(sql) && /OutboxMessage/.test(sql) && !isClassQueueRead(sql);
 const isLagRead = (sql: string) => /COUNT\(\*\) AS "n", MIN\("receivedAt"\)/.test(sql);
 
 async function scrape(url: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
@@ -63,37 +64,38 @@ describe(`operations routes (${testProvider})`, () => {
 
   describe('gauges read from the database', () => {
     let app: RunningServer;
-    let statements: { queue: StatementCounter; lag: StatementCounter };
+    let statements: { queue: StatementCounter; lag: StatementCounter; classes: StatementCounter };
     const clock = new TestClock();
     beforeAll(async () => {
       // web only: stage 2 leaves receipts pending, so the lag gauge has something to show
       app = await start({ ROLE: 'web' }, { now: clock.now });
-      statements = { queue: countStatements(isQueueDepthRead), lag: countStatements(isLagRead) };
+      statements = { queue: countStatements(isQueueDepthRead), lag: countStatements(isLagRead), classes: countStatements(isClassQueueRead) };
     });
     afterAll(async () => {
       statements.queue.restore();
       statements.lag.restore();
+      statements.classes.restore();
       await closeRunning();
     });
-    const reads = () => ({ queue: statements.queue.count(), lag: statements.lag.count() });
+    const reads = () => ({ queue: statements.queue.count(), lag: statements.lag.count(), classes: statements.classes.count() });
 
     it('100 concurrent scrapes cost one read of each gauge, and more scrapes within 15 s none', async () => {
       const first = await Promise.all(Array.from({ length: 100 }, () => scrape(app.url)));
       expect(first.map((r) => r.status)).toEqual(Array(100).fill(200));
       for (const r of first) expect(r.text).toMatch(/^connector_outbox_messages\{status="queued"\} 0$/m);
-      expect(reads()).toEqual({ queue: 1, lag: 1 });
+      expect(reads()).toEqual({ queue: 1, lag: 1, classes: 1 });
 
       // a third of the way: the scrapes above took real time too
       clock.advance(GAUGE_MAX_AGE_MS / 3);
       const again = await Promise.all(Array.from({ length: 100 }, () => scrape(app.url)));
       expect(again.map((r) => r.status)).toEqual(Array(100).fill(200));
-      expect(reads()).toEqual({ queue: 1, lag: 1 });
+      expect(reads()).toEqual({ queue: 1, lag: 1, classes: 1 });
     });
 
     it('past 15 s, scrapes answer at once with the last values, and one read in the background brings the new ones', async () => {
       expect(await sendWebhook(app.url, 'ops-1')).toBe(200);
       expect(pendingOf((await scrape(app.url)).text)).toBe(0); // cached: the receipt is not counted yet
-      expect(reads()).toEqual({ queue: 1, lag: 1 });
+      expect(reads()).toEqual({ queue: 1, lag: 1, classes: 1 });
 
       clock.advance(GAUGE_MAX_AGE_MS + 1_000);
       // the first scrape past the age answers with what it has, without waiting for the read it starts
@@ -101,7 +103,7 @@ describe(`operations routes (${testProvider})`, () => {
       const more = await Promise.all(Array.from({ length: 99 }, () => scrape(app.url)));
       expect(more.map((r) => r.status)).toEqual(Array(99).fill(200));
       // the 100 scrapes past the age started one read of each between them
-      expect(reads()).toEqual({ queue: 2, lag: 2 });
+      expect(reads()).toEqual({ queue: 2, lag: 2, classes: 2 });
       const deadline = Date.now() + 5_000;
       let pending = 0;
       while (pending !== 1 && Date.now() < deadline) {
@@ -109,7 +111,7 @@ describe(`operations routes (${testProvider})`, () => {
         if (pending !== 1) await new Promise((r) => setTimeout(r, 20));
       }
       expect(pending).toBe(1);
-      expect(reads()).toEqual({ queue: 2, lag: 2 });
+      expect(reads()).toEqual({ queue: 2, lag: 2, classes: 2 });
     });
   });
 

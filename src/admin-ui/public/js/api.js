@@ -66,6 +66,7 @@ export function createApi(getToken) {
     retry: (id) => request('POST', `/api/deliveries/${encodeURIComponent(id)}/retry`),
     testEvent: (email) => request('POST', '/api/test-event', email ? { email } : {}),
     stats: () => request('GET', '/api/stats'),
+    budget: () => request('GET', '/api/budget'),
     backfill: () => request('GET', '/api/backfill'),
     startBackfill: (body) => request('POST', '/api/backfill', body),
     cancelBackfill: () => request('DELETE', '/api/backfill'),

@@ -34,6 +34,17 @@ export function render(container, ...children) {
   container.removeAttribute('aria-busy');
 }
 
+/** Like render, for placeholders: the container stays aria-busy until its real content comes. */
+export function renderBusy(container, ...children) {
+  render(container, ...children);
+  container.setAttribute('aria-busy', 'true');
+}
+
+/** A grey bar standing for a value not loaded yet, one line high; hidden from assistive technology. */
+export function skeleton(width = '60%') {
+  return h('span', { class: 'skeleton', style: `width: ${width}`, 'aria-hidden': 'true' });
+}
+
 /** The body slot of a card section. */
 export const slot = (card, name = 'body') => card.querySelector(`[data-slot="${name}"]`);
 
@@ -66,6 +77,16 @@ export function timeAgo(iso) {
   const [value, unit] = abs < 45 ? [s, 'second'] : abs < 2700 ? [Math.round(s / 60), 'minute'] : abs < 79200 ? [Math.round(s / 3600), 'hour'] : [Math.round(s / 86400), 'day'];
   const text = abs < 10 ? 'just now' : rtf.format(value, unit);
   return h('time', { datetime: d.toISOString(), title: dtf.format(d) }, text);
+}
+
+/** 45 → "45 s", 200 → "3 min", 7500 → "2 h 5 min". */
+export function formatDuration(s) {
+  if (s === null || s === undefined) return '—';
+  if (s < 90) return `${Math.max(0, Math.round(s))} s`;
+  if (s < 5400) return `${Math.round(s / 60)} min`;
+  const hours = Math.floor(s / 3600);
+  const min = Math.round((s - hours * 3600) / 60);
+  return min ? `${hours} h ${min} min` : `${hours} h`;
 }
 
 export function formatMs(ms) {

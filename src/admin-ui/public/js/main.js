@@ -1,9 +1,13 @@
 // Boot: pick the token source (App Bridge in Shopify admin, the dev endpoint in sandbox), load
 // the catalog and settings, mount each card, and tick a shared refresh clock.
+// Every card is laid out at mount, before its data arrive, with placeholders that take the
+// room its loaded content takes (at phone and desktop widths alike); only then are the cards
+// shown (body[data-mounted]), so loading moves nothing the merchant already sees.
 import { createApi } from './api.js';
 import { appBridgeTokens, devTokens } from './auth.js';
 import { h, render } from './dom.js';
 import { mountActivity } from './views/activity.js';
+import { mountBudget } from './views/budget.js';
 import { mountConnection } from './views/connection.js';
 import { mountEvents } from './views/events.js';
 import { mountImport } from './views/import.js';
@@ -24,11 +28,17 @@ function createBus() {
   };
 }
 
+function shown() {
+  document.body.dataset.mounted = 'true';
+  document.getElementById('page-loading')?.remove();
+}
+
 function fail(message) {
   const banner = document.getElementById('page-banner');
   banner.textContent = message;
   banner.hidden = false;
   for (const el of document.querySelectorAll('[aria-busy="true"]')) render(el, h('p', { class: 'subdued' }, 'Unavailable.'));
+  shown();
 }
 
 async function boot() {
@@ -52,6 +62,7 @@ async function boot() {
 
   const connection = mountConnection(document.getElementById('connection-card'), ctx);
   const activity = mountActivity(document.getElementById('activity-card'), ctx);
+  const budget = mountBudget(document.getElementById('budget-card'), ctx);
   const history = mountImport(document.getElementById('import-card'), ctx);
   mountEvents(document.getElementById('events-card'), ctx);
   const properties = mountProperties(document.getElementById('properties-card'), ctx);
@@ -60,8 +71,9 @@ async function boot() {
   if (catalog.sandbox && meta('app-simulate') === 'on' && catalog.sandbox.simulate_topics.length) {
     mountSimulate(document.getElementById('simulate-card'), ctx);
   }
+  shown();
 
-  await Promise.all([connection.refresh(), activity.refresh(), history.refresh(), properties.refresh(), lists.refresh(), permissions.refresh()]);
+  await Promise.all([connection.refresh(), activity.refresh(), budget.refresh(), history.refresh(), properties.refresh(), lists.refresh(), permissions.refresh()]);
   document.body.dataset.ready = 'true';
 
   let n = 0;

@@ -1,15 +1,16 @@
 // Activity card: stats with the hourly chart, the test event, and the delivery log.
 import { busy, h, render, slot } from '../dom.js';
 import { mountDeliveries } from './deliveries.js';
-import { renderStats } from './stats.js';
+import { renderStats, renderStatsPlaceholder } from './stats.js';
 import { mountTestEvent } from './test-event.js';
 
 export function mountActivity(card, ctx) {
   const { api, bus } = ctx;
-  const statsBox = h('div', { id: 'stats', class: 'stats-box', 'aria-busy': 'true' }, h('p', { class: 'loading' }, 'Loading stats…'));
+  const statsBox = h('div', { id: 'stats', class: 'stats-box' });
+  renderStatsPlaceholder(statsBox);
   const testBox = h('div', { class: 'test-box' });
   const logBox = h('div', { class: 'log-box' });
-  const refreshButton = h('button', { class: 'button button--plain', type: 'button', id: 'refresh-activity', onclick: () => busy(refreshButton, refreshAll) }, 'Refresh');
+  const refreshButton = h('button', { class: 'button button--plain', type: 'button', id: 'refresh-activity', onclick: () => busy(refreshButton, refreshButtonClicked) }, 'Refresh');
   render(slot(card, 'actions'), refreshButton);
   render(slot(card), statsBox, testBox, logBox);
 
@@ -36,6 +37,12 @@ export function mountActivity(card, ctx) {
 
   async function refreshAll() {
     await Promise.all([refreshStats(), log.load()]);
+  }
+
+  /** The Refresh button: this card, and whatever refreshes with it (the delivery budget). */
+  async function refreshButtonClicked() {
+    bus.emit('refresh');
+    await refreshAll();
   }
 
   bus.on('tick', refreshStats);

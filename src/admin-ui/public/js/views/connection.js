@@ -1,6 +1,10 @@
 // Connection card: status, workspace, key hint, last delivery and error; the key form with
-// inline errors; Disconnect behind a confirmation dialog.
-import { announce, badge, busy, h, render, setFieldError, slot, timeAgo } from '../dom.js';
+// inline errors; Disconnect behind a confirmation dialog. The details take five one-line rows
+// whether loading, connected or not (then a short how-to fills them), and Disconnect keeps its
+// room when hidden, so the card keeps its height as it loads.
+import { announce, badge, busy, h, render, renderBusy, setFieldError, skeleton, slot, timeAgo } from '../dom.js';
+
+const DETAIL_TERMS = ['Workspace', 'API key', 'Connected', 'Last successful delivery', 'Last error'];
 
 const REFUSED = 'This key was refused by the service. Check that you copied the whole key and that it has not been revoked.';
 
@@ -33,12 +37,13 @@ export function mountConnection(card, ctx) {
   const help = h('p', { id: 'api-key-help', class: 'help' }, 'Find it in your email marketing account under Settings → API keys. It is stored encrypted and never shown again.');
   const error = h('p', { id: 'api-key-error', class: 'field-error', role: 'alert', hidden: true });
   const submit = h('button', { class: 'button button--primary', type: 'submit' }, 'Connect');
-  const disconnect = h('button', { class: 'button button--critical-plain', type: 'button', hidden: true, onclick: confirmDisconnect }, 'Disconnect');
+  const disconnect = h('button', { class: 'button button--critical-plain', type: 'button', 'data-unavailable': '', onclick: confirmDisconnect }, 'Disconnect');
   const form = h('form', { class: 'key-form', novalidate: true, 'aria-label': 'API key', onsubmit: onSubmit },
     label, h('div', { class: 'key-row' }, input, submit), help, error);
   input.addEventListener('input', () => setFieldError(input, error, null));
 
   render(body, details, form, h('div', { class: 'actions actions--end' }, disconnect));
+  renderBusy(details, h('dl', { class: 'details' }, DETAIL_TERMS.map((term, i) => [h('dt', {}, term), h('dd', {}, skeleton(['40%', '15%', '20%', '20%', '30%'][i]))])));
 
   function row(term, value) {
     return [h('dt', {}, term), h('dd', {}, value)];
@@ -50,9 +55,15 @@ export function mountConnection(card, ctx) {
     const connected = v.status !== 'disconnected';
     label.textContent = connected ? 'Replace the API key' : 'API key';
     submit.textContent = connected ? 'Replace key' : 'Connect';
-    disconnect.hidden = !connected;
+    // out of sight and out of reach, but keeping its room: the card does not move when it comes back
+    disconnect.toggleAttribute('data-unavailable', !connected);
+    disconnect.disabled = !connected;
     if (!connected) {
-      render(details, h('p', {}, 'Connect your email marketing account to start sending store events. Events that arrive before then are not sent.'));
+      render(details, h('p', {}, 'Connect your email marketing account to start sending store events. Events that arrive before then are not sent.'),
+        h('ol', { class: 'steps' },
+          h('li', {}, 'In your email marketing account, open Settings \u2192 API keys.'),
+          h('li', {}, 'Generate a key for this store, and copy it.'),
+          h('li', {}, 'Paste it below and choose Connect.')));
       return;
     }
     render(details,
@@ -68,7 +79,7 @@ export function mountConnection(card, ctx) {
         ? h('div', { class: 'banner banner--critical', id: 'delivery-problem', role: 'alert' }, v.delivery_problem.message)
         : null,
       h('dl', { class: 'details' },
-        row('Workspace', h('strong', { id: 'workspace-name' }, v.workspace_name ?? v.workspace_id ?? '—')),
+        row('Workspace', h('strong', { id: 'workspace-name', title: v.workspace_name ?? v.workspace_id ?? '' }, v.workspace_name ?? v.workspace_id ?? '—')),
         row('API key', h('code', { id: 'key-hint' }, v.key_hint ?? '—')),
         row('Connected', timeAgo(v.connected_at)),
         row('Last successful delivery', v.last_delivered_at ? timeAgo(v.last_delivered_at) : h('span', { class: 'subdued' }, 'None yet')),

@@ -1,7 +1,7 @@
 // The delivery log: newest first, a status filter, cursor paging (Newer / Older), and Retry for
 // dead, held or unconfirmed deliveries. Re-renders keep keyboard focus on the same control when it survives.
 import { watchDelivery } from '../api.js';
-import { announce, badge, busy, h, humanize, render, timeAgo } from '../dom.js';
+import { announce, badge, busy, h, humanize, render, skeleton, timeAgo } from '../dom.js';
 
 const PAGE_SIZE = 10;
 const RETRYABLE = new Set(['dead', 'held', 'delivered_unconfirmed', 'expired']);
@@ -23,7 +23,21 @@ export function mountDeliveries(container, ctx) {
   const newer = h('button', { class: 'button', type: 'button', onclick: () => { state.cursors.pop(); load(); } }, '\u2190 Newer');
   const older = h('button', { class: 'button', type: 'button', onclick: () => { state.cursors.push(state.page.next_cursor); load(); } }, 'Older \u2192');
   const pageInfo = h('span', { class: 'subdued', 'aria-live': 'polite' });
-  const table = h('div', { class: 'log', id: 'delivery-log', 'aria-busy': 'true' }, h('p', { class: 'loading' }, 'Loading deliveries…'));
+  const COLUMNS = ['ID', 'Event', 'Status', 'Attempts', 'Created', 'Result', 'Action'];
+  const head = () => h('thead', {}, h('tr', {}, COLUMNS.map((c, i) =>
+    h('th', { scope: 'col', class: i === 3 ? 'num' : null }, i === 6 ? h('span', { class: 'visually-hidden' }, c) : c))));
+  // a page of placeholder rows, each as tall as a loaded one (two lines in the event cell)
+  // scrolls sideways on a phone: focusable, so the keyboard can scroll it too
+  const table = h('div', { class: 'log', id: 'delivery-log', 'aria-busy': 'true', tabindex: '0', role: 'region', 'aria-labelledby': 'delivery-log-title' },
+    h('table', { class: 'table', 'aria-hidden': 'true' }, head(),
+      h('tbody', {}, Array.from({ length: PAGE_SIZE }, () => h('tr', {},
+        h('td', { class: 'mono' }, skeleton('2em')),
+        h('td', {}, h('span', { class: 'strong' }, skeleton('8em')), h('span', { class: 'cell-note' }, skeleton('6em'))),
+        h('td', {}, skeleton('5em')),
+        h('td', { class: 'num' }, skeleton('1em')),
+        h('td', {}, skeleton('4em')),
+        h('td', { class: 'result' }, skeleton('8em')),
+        h('td', { class: 'actions-cell' }))))));
   const heading = h('h3', { class: 'subheading', id: 'delivery-log-title', tabindex: '-1' }, 'Delivery log');
 
   render(container,
@@ -68,8 +82,7 @@ export function mountDeliveries(container, ctx) {
     } else {
       render(table, h('table', { class: 'table' },
         h('caption', { class: 'visually-hidden' }, `Deliveries, newest first${state.status ? `, status ${state.status}` : ''}`),
-        h('thead', {}, h('tr', {}, ['ID', 'Event', 'Status', 'Attempts', 'Created', 'Result', 'Action'].map((c, i) =>
-          h('th', { scope: 'col', class: i === 3 ? 'num' : null }, i === 6 ? h('span', { class: 'visually-hidden' }, c) : c)))),
+        head(),
         h('tbody', {}, page.deliveries.map(row))));
     }
     if (focusKey) (table.querySelector(`[data-focus-key="${focusKey}"]`) ?? heading).focus();

@@ -1,6 +1,8 @@
 // Events card: one switch per event of the contract's table (with the Shopify topics it comes
-// from), and the abandoned-checkout delay.
-import { announce, busy, h, humanize, render, setFieldError, slot } from '../dom.js';
+// from), what each sent over the last 7 days with its share of the delivery budget (from the
+// budget card's answer, one line per row that is there from the start), and the
+// abandoned-checkout delay.
+import { announce, busy, h, humanize, render, setFieldError, skeleton, slot } from '../dom.js';
 import { switchList } from './switches.js';
 
 const DESCRIPTIONS = {
@@ -39,6 +41,7 @@ export function mountEvents(card, ctx) {
       name: e.name,
       label: humanize(e.name),
       hint: [DESCRIPTIONS[e.name] ?? '', ' ', h('span', { class: 'topics' }, `From ${e.topics.join(', ')}`)],
+      aside: volumeLine(undefined),
     })),
     save: async (name, on) => (await api.updateSettings({ events: { [name]: on } })).events,
   });
@@ -81,5 +84,31 @@ export function mountEvents(card, ctx) {
       h('p', { id: 'abandonment-delay-help', class: 'help' }, `How long after a checkout's last activity it counts as abandoned, in minutes (${limits.min}\u2013${limits.max}).`),
       error));
 
+  ctx.bus.on('budget', (view) => {
+    const byName = new Map(view.events_7d.map((e) => [e.event_name, e]));
+    for (const e of catalog.events) {
+      const aside = list.rowAside(e.name);
+      if (aside) render(aside, volumeLine(byName.get(e.name) ?? null));
+    }
+  });
+
   return { set: (settings) => list.set(settings.events) };
+}
+
+const pct = (share) => (share > 0 && share < 0.01 ? '<1%' : `${Math.round(share * 100)}%`);
+
+/**
+ * One line: the event's sends over the last 7 days and its share of the workspace's sends, with
+ * a bar of that share. `undefined`: not loaded yet; null: nothing sent.
+ */
+function volumeLine(e) {
+  if (e === undefined) return h('div', { class: 'volume' }, h('p', { class: 'volume__text' }, skeleton('9em')), h('span', { class: 'volume__bar', 'aria-hidden': 'true' }));
+  const text = e === null || (e.sends === 0 && e.expired === 0)
+    ? ['7 days: none sent']
+    : ['7 days: ', h('strong', {}, e.sends.toLocaleString()), ' sent \u00b7 ', pct(e.share), h('span', { class: 'visually-hidden' }, ' of the delivery budget'),
+      e.expired > 0 ? h('span', { class: 'text-warning' }, ` \u00b7 ${e.expired.toLocaleString()} expired`) : null];
+  const share = e?.share ?? 0;
+  return h('div', { class: 'volume', dataset: { event: e?.event_name ?? '', share: String(share) } },
+    h('p', { class: 'volume__text' }, text),
+    h('span', { class: 'volume__bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${Math.max(share > 0 ? 1 : 0, Math.round(share * 100))}%` })));
 }

@@ -1,6 +1,7 @@
 // Historical import card: offered right after the first successful connect, then a progress bar
-// with the remaining time (rows left ÷ the workspace's rate), and cancel.
-import { announce, h, render, slot } from '../dom.js';
+// with the remaining time (rows left ÷ the workspace's rate), and cancel. The card's body keeps
+// the offer's height from the start (a min-height in app.css), whatever it shows.
+import { announce, h, render, renderBusy, slot } from '../dom.js';
 
 const RUNNING = new Set(['pending', 'running']);
 
@@ -17,7 +18,8 @@ export function mountImport(card, ctx) {
   /** null until known: the first refresh asks the server. */
   let connected = null;
 
-  function offer(status) {
+  /** The offer; `placeholder`: the same form, inert, standing in while the state loads. */
+  function offer(status, { placeholder = false } = {}) {
     const since = h('select', { id: 'import-since' },
       h('option', { value: '365' }, 'Orders of the last 12 months'),
       h('option', { value: '90' }, 'Orders of the last 90 days'),
@@ -26,7 +28,7 @@ export function mountImport(card, ctx) {
     const orders = h('input', { type: 'checkbox', id: 'import-orders', checked: true });
     const error = h('p', { class: 'text-critical', role: 'alert', hidden: true });
     const start = h('button', { class: 'button button--primary', type: 'submit' }, 'Start import');
-    const form = h('form', { class: 'import-form', onsubmit: async (e) => {
+    const form = h('form', { class: 'import-form', inert: placeholder, onsubmit: async (e) => {
       e.preventDefault();
       const kinds = [customers.checked && 'customers', orders.checked && 'orders'].filter(Boolean);
       if (kinds.length === 0) return Object.assign(error, { hidden: false, textContent: 'Choose customers, orders, or both.' });
@@ -48,10 +50,9 @@ export function mountImport(card, ctx) {
     const last = status.state === 'completed' ? h('p', { class: 'subdued' }, `Last import finished ${new Date(status.finished_at).toLocaleString()}: ${status.queued.toLocaleString()} events queued, ${status.delivered.toLocaleString()} delivered.`)
       : status.state === 'failed' ? h('p', { class: 'text-critical' }, `The last import failed: ${status.error}`)
         : status.state === 'cancelled' ? h('p', { class: 'subdued' }, 'The last import was cancelled.') : null;
-    render(body,
-      h('p', {}, 'Send your existing customers and past orders to your account as customer_imported and order_imported events. These names start no live workflow; running it again sends nothing twice.'),
-      last, form, error);
+    (placeholder ? renderBusy : render)(body, last, form, error);
   }
+  offer({ state: 'none' }, { placeholder: true });
 
   function progress(status) {
     const total = status.total ?? null;

@@ -3,19 +3,22 @@
 // pixel's activation state with "Retry activation" and its trust checks of the last day (emails
 // Shopify confirmed, claims that expired unconfirmed, products dropped, events over a limit).
 // Those counts come with the pixel's state in one answer and always take the same five tiles,
-// so the card does not move when they arrive or change.
+// shown (as '—') before the access is granted too, so the card does not move when they arrive
+// or change; before the first answer the rows are laid out from FEATURES with placeholders.
 // Granting: in Shopify admin, App Bridge's shopify.scopes.request([...]) opens Shopify's grant
 // modal; in sandbox (no App Bridge) the simulated shop grants them (/_dev/grant-scopes) and, like
 // Shopify, sends app/scopes_update. Either way the card then asks the app to re-read the granted
 // scopes from Shopify (?refresh=1), so it does not depend on when the webhook arrives.
-import { announce, busy, h, render, slot } from '../dom.js';
+import { announce, busy, h, render, renderBusy, skeleton, slot } from '../dom.js';
 
 const FEATURES = {
   product_images: {
+    scopes: ['read_products'],
     title: 'Product images in emails',
     text: 'Adds each product\u2019s image, page link and handle to the line items of order, checkout and shipping events.',
   },
   storefront_pixel: {
+    scopes: ['write_pixels', 'read_customer_events', 'read_pixels'],
     title: 'Storefront activity',
     text: 'A pixel on your online store sends product views, carts and checkout steps, for browse and cart flows. Emails count only once Shopify knows them for your store; product names, prices and links come from Shopify.',
   },
@@ -90,14 +93,14 @@ export function mountPermissions(card, ctx) {
     return button ? busy(button, run) : run();
   }
 
-  function pixelLine(pixel) {
-    const [tone, label] = PIXEL_STATES[pixel?.state] ?? PIXEL_STATES.none;
-    const retry = pixel?.state !== 'active'
+  function pixelLine(pixel, granted) {
+    const [tone, label] = granted === false ? PIXEL_STATES.missing_scopes : PIXEL_STATES[pixel?.state] ?? PIXEL_STATES.none;
+    const retry = granted && pixel?.state !== 'active'
       ? h('button', { class: 'button button--small', type: 'button', dataset: { action: 'activate-pixel' }, onclick: (e) => activate(e.currentTarget) }, pixel?.state === 'none' ? 'Activate' : 'Retry activation')
       : null;
-    return h('div', { class: 'test-result', dataset: { pixelState: pixel?.state ?? 'none' } },
-      h('span', {}, 'Pixel: '), tag(tone, label), retry,
-      pixel?.error ? h('span', { class: pixel.state === 'error' ? 'text-critical' : 'subdued' }, pixel.error) : null);
+    return h('div', { class: 'test-result pixel-line', dataset: { pixelState: granted === false ? 'missing_scopes' : pixel?.state ?? 'none' } },
+      h('span', {}, 'Pixel: '), granted === undefined ? skeleton('80px') : tag(tone, label), retry,
+      granted && pixel?.error ? h('span', { class: pixel.state === 'error' ? 'text-critical' : 'subdued' }, pixel.error) : null);
   }
 
   /** The last day's trust counts: five tiles, '—' until known. */
@@ -109,19 +112,25 @@ export function mountPermissions(card, ctx) {
         h('dd', { class: 'stat__value' }, activity && Number.isFinite(activity[key]) ? String(activity[key]) : '\u2014')))));
   }
 
+  /** One feature; `feature.granted` undefined: not known yet (placeholders). */
   function row(feature, pixel) {
     const info = FEATURES[feature.feature] ?? { title: feature.feature, text: '' };
-    const control = feature.granted
-      ? tag('success', 'Granted')
-      : h('button', { class: 'button button--primary button--small', type: 'button', dataset: { action: 'grant', feature: feature.feature }, onclick: (e) => grant(feature, e.currentTarget) }, 'Grant access');
-    return h('li', { class: 'switch-row', dataset: { feature: feature.feature, granted: String(feature.granted) } },
+    const control = feature.granted === undefined
+      ? skeleton('96px')
+      : feature.granted
+        ? tag('success', 'Granted')
+        : h('button', { class: 'button button--primary button--small', type: 'button', dataset: { action: 'grant', feature: feature.feature }, onclick: (e) => grant(feature, e.currentTarget) }, 'Grant access');
+    const pixelRow = feature.feature === 'storefront_pixel';
+    return h('li', { class: 'switch-row', dataset: { feature: feature.feature, granted: String(feature.granted ?? 'unknown') } },
       h('div', { class: 'switch-row__text' },
         h('span', { class: 'switch-row__label' }, info.title),
         h('p', { class: 'help' }, info.text, ' ', h('span', { class: 'topics' }, `Needs ${feature.scopes.join(', ')}`)),
-        feature.feature === 'storefront_pixel' && feature.granted ? pixelLine(pixel) : null,
-        feature.feature === 'storefront_pixel' && feature.granted ? activityLine(pixel?.activity ?? null) : null),
+        pixelRow ? pixelLine(pixel, feature.granted) : null,
+        pixelRow ? activityLine(feature.granted ? pixel?.activity ?? null : null) : null),
       h('div', { class: 'switch-row__control' }, control));
   }
+
+  renderBusy(body, h('ul', { class: 'switch-list' }, Object.entries(FEATURES).map(([feature, f]) => row({ feature, scopes: f.scopes }, null))), result);
 
   async function refresh({ sync = false } = {}) {
     try {

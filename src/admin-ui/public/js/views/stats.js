@@ -1,6 +1,7 @@
 // Activity stats: queue and outcome counts, latency percentiles, and deliveries per hour over
-// the last 24 hours as a small inline SVG bar chart (with a text alternative).
-import { formatMs, h, render } from '../dom.js';
+// the last 24 hours as a small inline SVG bar chart (with a text alternative). Before the first
+// answer the same tiles and chart are laid out with placeholders (renderStatsPlaceholder).
+import { formatMs, h, render, renderBusy, skeleton } from '../dom.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 function s(tag, attrs = {}, ...children) {
@@ -12,8 +13,14 @@ function s(tag, attrs = {}, ...children) {
 
 const hourFmt = new Intl.DateTimeFormat(undefined, { hour: 'numeric' });
 
-/** Bars for stats.hourly: [{hour: ISO, delivered: n}] × 24, oldest first. */
+/** Bars for stats.hourly: [{hour: ISO, delivered: n}] × 24, oldest first; null: not loaded yet (an empty frame). */
 export function hourlyChart(hourly) {
+  if (hourly === null) {
+    const W = 960, H = 140;
+    return h('figure', { class: 'chart-figure' },
+      s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', 'aria-hidden': 'true' }, s('line', { x1: 4, x2: W - 4, y1: H - 21.5, y2: H - 21.5, class: 'chart__axis' })),
+      h('figcaption', { class: 'help' }, skeleton('50%')));
+  }
   const W = 960, H = 140, top = 14, bottom = 22, left = 4, right = 4;
   const values = hourly.map((x) => x.delivered);
   const max = Math.max(1, ...values);
@@ -52,8 +59,26 @@ export const LAG_NOTICE_AFTER_S = 5;
 
 const ago = (s) => (s < 120 ? `${s} s` : `${Math.round(s / 60)} min`);
 
+/** The tiles, notes and chart frame of renderStats, with placeholders for every value. */
+export function renderStatsPlaceholder(container) {
+  const bar = () => skeleton('3em');
+  renderBusy(container,
+    h('dl', { class: 'stats' },
+      tile('stat-queued', 'Queued', bar(), { note: skeleton('70%') }),
+      tile('stat-delivered', 'Delivered (24 h)', bar()),
+      tile('stat-dead', 'Dead', bar()),
+      tile('stat-held', 'Held', bar()),
+      tile('stat-skipped', 'Skipped', bar(), { note: SKIPPED_NOTE }),
+      tile('stat-p50', 'Latency p50', bar()),
+      tile('stat-p95', 'Latency p95', bar())),
+    hourlyChart(null));
+}
+
+const SKIPPED_NOTE = 'never sent: see the log for why';
+
 export function renderStats(container, st) {
-  const oldest = st.oldest_queued_age_s > 0 ? `oldest waiting ${ago(st.oldest_queued_age_s)}` : null;
+  // the note is always there, so the tile (and its row) keeps its height as the queue empties and fills
+  const oldest = st.oldest_queued_age_s > 0 ? `oldest waiting ${ago(st.oldest_queued_age_s)}` : 'nothing waiting';
   const lagging = st.received_unprocessed > 0 && st.received_unprocessed_oldest_age_s > LAG_NOTICE_AFTER_S;
   render(container,
     lagging
@@ -65,7 +90,7 @@ export function renderStats(container, st) {
       tile('stat-delivered', 'Delivered (24 h)', st.delivered_24h, { tone: 'success' }),
       tile('stat-dead', 'Dead', st.dead, { tone: st.dead > 0 ? 'critical' : undefined }),
       tile('stat-held', 'Held', st.held, { tone: st.held > 0 ? 'warning' : undefined }),
-      tile('stat-skipped', 'Skipped', st.skipped ?? 0, { note: 'never sent: see the log for why' }),
+      tile('stat-skipped', 'Skipped', st.skipped ?? 0, { note: SKIPPED_NOTE }),
       tile('stat-p50', 'Latency p50', formatMs(st.p50_latency_ms)),
       tile('stat-p95', 'Latency p95', formatMs(st.p95_latency_ms))),
     Array.isArray(st.hourly) ? hourlyChart(st.hourly) : null);
