@@ -3,7 +3,7 @@
 // {"ready":true,"port":N} on stdout once it listens (and, for a worker role, once stage 2 and
 // delivery have started).
 import { configOrExit, handleSignals } from '../src/main';
-import { startServer } from '../src/server';
+import { startServer } from '../src/app/server';
 
 async function main(): Promise<void> {
   const running = await startServer(configOrExit(), { host: '127.0.0.1' });

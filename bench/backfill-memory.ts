@@ -7,8 +7,8 @@ import { jsonlLines, RootGrouper } from '../src/backfill/jsonl';
 import { createShopifyBulkSource } from '../src/backfill/shopify-bulk';
 import { isLineItem, mapImportedOrder } from '../src/mapping/imports';
 import { createLogger } from '../src/observability/logger';
-import { startFakeShop } from '../src/sandbox/fake-shop';
-import { enableBulkOperations } from '../src/sandbox/fake-shop/bulk';
+import { startFakeShop } from '../sandbox/fake-shop';
+import { enableBulkOperations } from '../sandbox/fake-shop/bulk';
 import { DEFAULT_SETTINGS } from '../src/settings/settings';
 
 export interface MemoryRow {

@@ -33,8 +33,8 @@ async function measure(provider: Provider): Promise<Array<string | number>> {
   const { ShopQueue } = await import('../src/outbox/due');
   const { mapWebhook } = await import('../src/mapping');
   const { DEFAULT_SETTINGS } = await import('../src/settings/settings');
-  const { toRow } = await import('../src/use-cases/store-messages');
-  const { sampleOrder } = await import('../src/sandbox/samples');
+  const { toRow } = await import('../src/outbox/store-messages');
+  const { sampleOrder } = await import('../sandbox/samples');
 
   const emulator = await startEmulator();
   const db = await createBenchDatabase(provider);

@@ -3,7 +3,7 @@
 // emulator's clock, which stamps every request and decides every 429 (the figures the pacing
 // targets are about). Here the emulator's loop does nothing else, and reports its own delay.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { startServiceEmulator } from '../src/sandbox/service-emulator';
+import { startServiceEmulator } from '../sandbox/service-emulator';
 
 interface Call {
   id: number;

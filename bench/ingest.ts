@@ -3,7 +3,7 @@
 // is 200 distinct signed orders/create bodies cycled, a fresh X-Shopify-Webhook-Id on every
 // request, so each one is a new webhook the app verifies, dedupes and stores.
 import { randomBytes } from 'node:crypto';
-import { sampleOrder } from '../src/sandbox/samples';
+import { sampleOrder } from '../sandbox/samples';
 import { intakeMethod, runIntakeBench } from './intake-bench';
 import { API_SECRET, heading, runMain, signedOrderRequests, signedWebhook } from './lib';
 

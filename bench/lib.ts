@@ -14,7 +14,7 @@ import type autocannon from 'autocannon';
 import pg from 'pg';
 import { DEFAULT_SCOPES, SANDBOX_DEFAULTS } from '../src/config';
 import type { Db } from '../src/db/client';
-import { sampleOrder } from '../src/sandbox/samples';
+import { sampleOrder } from '../sandbox/samples';
 
 export type Provider = 'sqlite' | 'postgres';
 export const root = path.resolve(__dirname, '..');
@@ -341,7 +341,7 @@ export async function startEmulator(opts: { rateLimit?: number; maxRecordedReque
 }
 
 async function inProcessEmulator(opts: { rateLimit?: number; maxRecordedRequests?: number }): Promise<RemoteEmulator> {
-  const { startServiceEmulator } = await import('../src/sandbox/service-emulator');
+  const { startServiceEmulator } = await import('../sandbox/service-emulator');
   const e = await startServiceEmulator({ host: '127.0.0.1', rateLimit: opts.rateLimit ?? 10, maxRecordedRequests: opts.maxRecordedRequests ?? 100_000 });
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();

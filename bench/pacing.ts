@@ -18,9 +18,9 @@ const VIA_WEBHOOKS = process.env.BENCH_PACING_QUEUE === 'webhooks';
 async function queueMessages(db: BenchDatabase, shops: Array<{ id: string; domain: string }>, perShop: number): Promise<void> {
   const { mapWebhook } = await import('../src/mapping');
   const { DEFAULT_SETTINGS } = await import('../src/settings/settings');
-  const { toRow } = await import('../src/use-cases/store-messages');
+  const { toRow } = await import('../src/outbox/store-messages');
   const { lowerDue } = await import('../src/outbox/due');
-  const { sampleOrder } = await import('../src/sandbox/samples');
+  const { sampleOrder } = await import('../sandbox/samples');
   const now = new Date();
   await withPrisma(db, async (prisma) => {
     for (const [s, shop] of shops.entries()) {

@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import type autocannon from 'autocannon';
 import { PIXEL_PATH } from '../src/http/pixel.route';
-import { createEmailKeys } from '../src/pixel/email-keys';
+import { createEmailKeys } from '../src/processing/storefront/email-keys';
 import { intakeMethod, runIntakeBench } from './intake-bench';
 import { ENCRYPTION_KEY, heading, runMain, withPrisma } from './lib';
 

@@ -23,7 +23,7 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
-import { sampleOrder } from '../src/sandbox/samples';
+import { sampleOrder } from '../sandbox/samples';
 import {
   createBenchDatabase, stageBreakdown, EventLog, fmt, heading, maxInWindow, percentile, postOrder, providersFromArgs, runMain, seedShops, signedWebhook, sleep, startApp, startEmulator, table, withPrisma,
   type BenchDatabase, type Stages, type ChildServer, type Provider, type RemoteEmulator,
@@ -67,9 +67,9 @@ const BURST_DOMAIN = 'scale-burst.myshopify.com';
 async function seedFutureWork(db: BenchDatabase, shops: Array<{ id: string; domain: string; n: number }>): Promise<number> {
   const { mapWebhook } = await import('../src/mapping');
   const { DEFAULT_SETTINGS } = await import('../src/settings/settings');
-  const { toRow } = await import('../src/use-cases/store-messages');
+  const { toRow } = await import('../src/outbox/store-messages');
   const { lowerDue } = await import('../src/outbox/due');
-  const { sampleCheckout } = await import('../src/sandbox/samples');
+  const { sampleCheckout } = await import('../sandbox/samples');
   const now = new Date();
   let earliest = Infinity;
   await withPrisma(db, async (prisma) => {

@@ -88,7 +88,7 @@ const schema = z.object({
   CHECKOUT_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(365).default(7),
   // processed receipts keep their webhook id (the dedupe) this long, then are deleted
   RECEIPT_RETENTION_DAYS: z.coerce.number().int().min(1).max(90).default(7),
-  // storefront pixel (src/pixel): how long an anonymous visitor's events wait for an email, how
+  // storefront pixel (src/processing/storefront): how long an anonymous visitor's events wait for an email, how
   // long a client id stays tied to the email it gave, the abandonment delays, the rate limits
   PIXEL_ANONYMOUS_HOURS: z.coerce.number().positive().max(24).default(24),
   PIXEL_IDENTITY_DAYS: z.coerce.number().int().min(1).max(365).default(30),
@@ -96,7 +96,7 @@ const schema = z.object({
   PIXEL_CART_DELAY_MINUTES: z.coerce.number().int().min(1).max(7 * 24 * 60).default(60),
   PIXEL_RATE_PER_SHOP: z.coerce.number().positive().max(1_000_000).default(1000),
   PIXEL_RATE_PER_CLIENT: z.coerce.number().positive().max(10_000).default(2),
-  // storefront trust (src/pixel/trust.ts): requests per second per client IP (from the socket, or
+  // storefront trust (src/processing/storefront/trust.ts): requests per second per client IP (from the socket, or
   // X-Forwarded-For past TRUST_PROXY proxy hops), how long a claim to an email waits for Shopify to
   // vouch for it, each email's daily limits, Admin API calls per shop and minute for storefront events
   PIXEL_RATE_PER_IP: z.coerce.number().positive().max(1_000_000).default(20),

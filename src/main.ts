@@ -1,7 +1,7 @@
 // Entry point for `npm start` (compiled) and the base of `npm run dev`: read config, start, and
 // shut down gracefully on SIGTERM/SIGINT.
 import { ConfigError, loadConfig, type Config } from './config';
-import { startServer, type RunningServer } from './server';
+import { startServer, type RunningServer } from './app/server';
 
 type Env = Record<string, string | undefined>;
 

@@ -5,8 +5,8 @@
 import { Prisma } from '@prisma/client';
 import type { DbProvider } from '../db/client';
 import type { NewMessage } from '../mapping';
-import { Sql } from '../outbox/sql';
-import { toRow, type StoreOptions } from '../use-cases/store-messages';
+import { Sql } from '../db/sql';
+import { toRow, type StoreOptions } from '../outbox/store-messages';
 
 type Tx = Prisma.TransactionClient;
 

@@ -4,9 +4,9 @@
 import { GraphqlQueryError } from '@shopify/shopify-api';
 import { request } from 'undici';
 import type { Logger } from '../observability/logger';
-import { routeShop, type ShopifyApi } from '../shopify/api';
-import { classifyShopifyError, describeShopifyError } from '../shopify/errors';
-import type { OfflineTokens } from '../shopify/tokens';
+import { routeShop, type ShopifyApi } from '../integrations/shopify/api';
+import { classifyShopifyError, describeShopifyError } from '../integrations/shopify/errors';
+import type { OfflineTokens } from '../integrations/shopify/tokens';
 import type { Kind } from './progress';
 import { isShopifyStorageUrl, SHOPIFY_STORAGE_HOSTS } from './result-url';
 import { BULK_OPERATION, bulkQuery, CANCEL_BULK_OPERATION, COUNT_CUSTOMERS, COUNT_ORDERS, RUN_BULK_QUERY, sinceFilter } from './queries';

@@ -2,10 +2,10 @@
 import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { settingsPatchSchema } from '../settings/settings';
-import { DELIVERY_STATUSES, type Activity } from '../use-cases/activity';
-import type { Budget } from '../use-cases/budget';
-import type { ConnectionUseCases } from '../use-cases/connection';
-import type { SettingsUseCases } from '../use-cases/settings';
+import { DELIVERY_STATUSES, type Activity } from '../admin/activity';
+import type { Budget } from '../admin/budget';
+import type { ConnectionUseCases } from '../admin/connection';
+import type { SettingsUseCases } from '../admin/settings';
 import { HttpError } from './errors';
 import { shopOf } from './session-token';
 

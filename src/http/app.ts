@@ -7,7 +7,7 @@ import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from '../config';
 import type { Db } from '../db/client';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
-import { UseCaseError } from '../use-cases/errors';
+import { UseCaseError } from '../admin/errors';
 import { HttpError, sendError, sendUseCaseError } from './errors';
 import { opsRoutes, type OpsRoutes } from './ops.routes';
 

@@ -5,11 +5,11 @@
 import { Router, type Request, type Response } from 'express';
 import type { Db } from '../db/client';
 import type { Logger } from '../observability/logger';
-import { adminOriginOf, routeShop, scrubSecrets, type ShopifyApi } from '../shopify/api';
-import { classifyShopifyError, describeShopifyError } from '../shopify/errors';
-import { recordInstall } from '../shopify/install';
-import { sanitizeShop } from '../shopify/sanitize';
-import type { OfflineTokens } from '../shopify/tokens';
+import { adminOriginOf, routeShop, scrubSecrets, type ShopifyApi } from '../integrations/shopify/api';
+import { classifyShopifyError, describeShopifyError } from '../integrations/shopify/errors';
+import { recordInstall } from '../integrations/shopify/install';
+import { sanitizeShop } from '../integrations/shopify/sanitize';
+import type { OfflineTokens } from '../integrations/shopify/tokens';
 import { sendError } from './errors';
 
 export interface AuthRoutesDeps {

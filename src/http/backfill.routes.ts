@@ -3,7 +3,7 @@
 import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { KINDS } from '../backfill/progress';
-import type { BackfillUseCases } from '../use-cases/backfill';
+import type { BackfillUseCases } from '../admin/backfill';
 import { HttpError } from './errors';
 import { shopOf } from './session-token';
 

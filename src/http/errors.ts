@@ -1,5 +1,5 @@
 import type { Response } from 'express';
-import type { UseCaseError, UseCaseErrorCode } from '../use-cases/errors';
+import type { UseCaseError, UseCaseErrorCode } from '../admin/errors';
 
 /** The contract's error body: {"error": {"code": "<snake_case>", "message": "<for a person>"}}. */
 export function sendError(res: Response, status: number, code: string, message: string, extra?: Record<string, unknown>): void {

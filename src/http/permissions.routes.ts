@@ -2,9 +2,9 @@
 // scopes they need, the storefront pixel's activation, and its trust checks of the last day
 // (GET /api/pixel's `activity`). Behind the session-token middleware.
 import { Router, type RequestHandler } from 'express';
-import type { PixelActivity } from '../pixel/activity';
-import type { WebPixels } from '../shopify/web-pixel';
-import type { PermissionsUseCases } from '../use-cases/permissions';
+import type { PixelActivity } from '../admin/storefront-activity';
+import type { WebPixels } from '../integrations/shopify/web-pixel';
+import type { PermissionsUseCases } from '../admin/permissions';
 import { HttpError } from './errors';
 import { shopOf } from './session-token';
 

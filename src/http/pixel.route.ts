@@ -9,15 +9,15 @@
 //   405  another method than POST or OPTIONS
 //   413  over 64 KB        415  not text/plain or application/json (or compressed)
 //   503  the database refused the write (the pixel does not retry: that batch is lost)
-// Stage 2 (src/pixel/stage.ts) validates the rest and erases the raw batch.
+// Stage 2 (src/processing/storefront/stage.ts) validates the rest and erases the raw batch.
 import { randomUUID } from 'node:crypto';
 import express, { Router, type ErrorRequestHandler, type Response } from 'express';
 import type { Intake } from '../intake/intake';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
-import { clientAddress, ipKey } from '../pixel/client-ip';
-import type { PixelKeys } from '../pixel/keys';
-import { TokenBuckets } from '../pixel/rate-limit';
+import { clientAddress, ipKey } from '../intake/client-ip';
+import type { PixelKeys } from '../intake/pixel-keys';
+import { TokenBuckets } from '../intake/rate-limit';
 import { sendError } from './errors';
 import { looksLikeJsonObject } from './webhooks.route';
 

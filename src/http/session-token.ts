@@ -4,11 +4,11 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Db } from '../db/client';
 import type { Logger } from '../observability/logger';
-import { scrubSecrets, type ShopifyApi } from '../shopify/api';
-import { classifyShopifyError, describeShopifyError } from '../shopify/errors';
-import { ensureShopIdentity, recordInstall, type InstalledShop } from '../shopify/install';
-import { shopFromDest } from '../shopify/sanitize';
-import type { OfflineTokens } from '../shopify/tokens';
+import { scrubSecrets, type ShopifyApi } from '../integrations/shopify/api';
+import { classifyShopifyError, describeShopifyError } from '../integrations/shopify/errors';
+import { ensureShopIdentity, recordInstall, type InstalledShop } from '../integrations/shopify/install';
+import { shopFromDest } from '../integrations/shopify/sanitize';
+import type { OfflineTokens } from '../integrations/shopify/tokens';
 import { sendError } from './errors';
 
 export interface SessionTokenDeps {

@@ -8,8 +8,8 @@ import express, { Router, type Request, type Response } from 'express';
 import type { Config } from '../config';
 import { EVENT_TABLE, STOREFRONT_EVENT_TABLE } from '../mapping';
 import { CONTACT_PROPERTY_DEFAULTS, CONTACT_PROPERTIES, EVENT_DEFAULTS, EVENT_NAMES } from '../settings/settings';
-import { OPTIONAL_SCOPES } from '../shopify/scopes';
-import { DELIVERY_STATUSES } from '../use-cases/activity';
+import { OPTIONAL_SCOPES } from '../integrations/shopify/scopes';
+import { DELIVERY_STATUSES } from '../admin/activity';
 import { DEV_TOKEN_TTL_SEC, SHOP_DOMAIN } from './dev-session';
 import { sendError } from './errors';
 

@@ -7,7 +7,7 @@ import type { Intake } from '../intake/intake';
 import { normalizeTopic } from '../mapping';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
-import { sanitizeShop } from '../shopify/sanitize';
+import { sanitizeShop } from '../integrations/shopify/sanitize';
 import { sendError } from './errors';
 
 export const WEBHOOK_BODY_LIMIT = 5 * 1024 * 1024;

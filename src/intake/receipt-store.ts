@@ -6,7 +6,7 @@ import { Prisma, type WebhookReceipt } from '@prisma/client';
 import { commitsOnDisk, rawOf, type Db, type DbProvider } from '../db/client';
 import { inChunks, prepare, rawDate, rawTimestamp, runSqlite } from '../db/raw';
 import type { SqlTx } from '../db/transaction';
-import { Sql } from '../outbox/sql';
+import { Sql } from '../db/sql';
 
 /** Receipts are spread over this many partitions by shop; one processor works a partition at a time. */
 export const PARTITIONS = 16;

@@ -30,7 +30,7 @@ export const EVENT_TABLE = {
 
 export type ForwardedTopic = keyof typeof EVENT_TABLE;
 
-/** The storefront's events, from the web pixel's batches (src/pixel), not from webhooks. */
+/** The storefront's events, from the web pixel's batches (src/processing/storefront), not from webhooks. */
 export const STOREFRONT_EVENT_TABLE = {
   'pixel/events': ['viewed_product', 'added_to_cart', 'browse_abandoned', 'cart_abandoned'],
 } as const satisfies Record<string, readonly EventName[]>;

@@ -89,7 +89,7 @@ export class Metrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
-  // the storefront's trust checks (src/pixel/trust.ts, resolve.ts)
+  // the storefront's trust checks (src/processing/storefront/trust.ts, resolve.ts)
   readonly pixelClaims = new Counter({
     name: 'connector_pixel_claims_total',
     help: 'Emails claimed by storefront visitors, by outcome: pending (not vouched for by Shopify yet), vouched (identified the visitor), expired (deleted unvouched)',

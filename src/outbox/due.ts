@@ -11,7 +11,7 @@ import { rawOf, type Db, type DbProvider } from '../db/client';
 import { perRowCall } from '../db/group-commit';
 import { perRow, prepare, rawDate, rawTimestamp, runRows, type RawStatement, type StatementBuilder } from '../db/raw';
 import type { SqlTx } from '../db/transaction';
-import { Sql } from './sql';
+import { Sql } from '../db/sql';
 
 // the app's client, a Prisma transaction or a driver transaction (db/transaction.ts): all fit
 type Client = Pick<SqlTx, '$executeRaw'>;

@@ -12,12 +12,12 @@
 import { randomUUID } from 'node:crypto';
 import { Prisma } from '@prisma/client';
 import { perRowCall } from '../db/group-commit';
-import type { RateInfo } from '../service/types';
+import type { RateInfo } from '../integrations/service/types';
 import { rawOf, type Db, type DbProvider } from '../db/client';
 import { perRow, prepare, rawDate, rawTimestamp, runRows, type RawStatement, type StatementBuilder } from '../db/raw';
 import { USAGE_DECAY, type ClassIndex, type Usage } from './classes';
 import { clamp, RETRY_AFTER_MAX_MS } from './retry-policy';
-import { Sql } from './sql';
+import { Sql } from '../db/sql';
 
 // Parameters: 1 now (µs), 2 now (timestamp), 3 catch-up tolerance (µs), 4 (1000 + guard) × 1000,
 // 5 this take's token, 6 workspace, 7 the send's delivery class (-1: not a delivery). A take also

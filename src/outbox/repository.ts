@@ -13,7 +13,7 @@ import { Coalescer, perRowCall } from '../db/group-commit';
 import { compileSqlite, execCompiled, perRow, prepare, rawDate, rawTimestamp, runRows, type Param, type RawStatement, type StatementBuilder } from '../db/raw';
 import type { ClassIndex } from './classes';
 import { sendCapReason } from './retry-policy';
-import { Sql } from './sql';
+import { Sql } from '../db/sql';
 
 export type MessageStatus = 'queued' | 'delivering' | 'delivered' | 'delivered_unconfirmed' | 'held' | 'dead' | 'cancelled' | 'skipped' | 'expired';
 /**

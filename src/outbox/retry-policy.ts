@@ -1,7 +1,7 @@
 // The retry schedule as data, and one pure function from (attempt, failure, now) to what the
 // worker does next. Drawn from Svix's calculate_retry_delay: capped exponential backoff with
 // ±20% jitter, Retry-After honoured within bounds, and a give-up horizon of about 24 hours.
-import type { FailureKind } from '../service/types';
+import type { FailureKind } from '../integrations/service/types';
 
 /** Delay before retry number n (1-based) after a retryable failure; the last entry repeats. */
 export const BACKOFF_SCHEDULE_MS = [

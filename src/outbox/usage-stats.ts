@@ -6,7 +6,7 @@
 import { Prisma } from '@prisma/client';
 import type { Db, DbProvider } from '../db/client';
 import type { ClassIndex } from './classes';
-import { Sql } from './sql';
+import { Sql } from '../db/sql';
 
 const HOUR_MS = 3_600_000;
 /** How long hourly counts are kept: the admin page shows the last 7 days. */

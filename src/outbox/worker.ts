@@ -13,7 +13,7 @@ import type { SecretBox } from '../crypto/secret-box';
 import type { Logger } from '../observability/logger';
 import { LogOnce } from '../observability/log-once';
 import type { Metrics } from '../observability/metrics';
-import type { SendEventBody, ServiceClient, ServiceResult } from '../service/types';
+import type { SendEventBody, ServiceClient, ServiceResult } from '../integrations/service/types';
 import type { LeaseRead, ShopQueue } from './due';
 import { DEFAULT_CLASS_POLICY, DELIVERY_CLASSES, floorsOf, HISTORY, planClasses, type ClassIndex, type ClassPolicy, type Usage } from './classes';
 import { DEFAULT_LIMIT, type Pacer } from './pacer';

@@ -20,7 +20,7 @@ export const EVENT_DEFAULTS = {
   shipment_out_for_delivery: true,
   shipment_delivered: true,
   shipment_delivery_failed: true,
-  // storefront events, from the web pixel (src/pixel)
+  // storefront events, from the web pixel (src/processing/storefront)
   viewed_product: true,
   added_to_cart: true,
   browse_abandoned: true,

@@ -3,7 +3,7 @@
 // leaves the last commit without a NOTIFY after it.
 import pg from 'pg';
 import { createLogger } from '../../src/observability/logger';
-import { createWakeups, type Wakeups } from '../../src/outbox/wakeups';
+import { createWakeups, type Wakeups } from '../../src/db/wakeups';
 import { createTestDatabase, testProvider, type TestDatabase } from '../helpers/db';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

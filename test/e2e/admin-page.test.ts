@@ -2,7 +2,7 @@
 // tests run in order on one page, like a merchant's session: connect, test, recover, configure.
 import fs from 'node:fs';
 import path from 'node:path';
-import { sampleCustomer } from '../../src/sandbox/samples';
+import { sampleCustomer } from '../../sandbox/samples';
 import { API_SECRET } from '../helpers/stack';
 import { DOCS_SCREENSHOT, describeWithChromium, openAdminPage, startE2E, waitForText, type E2E } from './helpers';
 

@@ -1,6 +1,6 @@
 // The admin page explains deliveries held because the email service's address answers 404: a
 // problem of the app's configuration, not of the merchant's key, with what happens next.
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { DEFAULT_SHOP } from '../helpers/stack';
 import { describeWithChromium, openAdminPage, startE2E, waitForText, type E2E } from './helpers';
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { createDevSessionMinter } from '../../src/http/dev-session';
 import type { UiRoutesDeps } from '../../src/http/ui.routes';
-import { sampleCheckout, sampleCustomer, sampleOrder } from '../../src/sandbox/samples';
+import { sampleCheckout, sampleCustomer, sampleOrder } from '../../sandbox/samples';
 import { testConfig } from '../helpers/config';
 import { API_KEY, API_SECRET, DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';
 import { browserSkipReason, chromiumPath } from '../setup/chromium';

@@ -1,6 +1,6 @@
 // The historical-import card in the browser: offered after connecting, a progress bar while it
 // runs, and every imported event delivered once.
-import { enableBulkOperations, type FakeBulk } from '../../src/sandbox/fake-shop/bulk';
+import { enableBulkOperations, type FakeBulk } from '../../sandbox/fake-shop/bulk';
 import { describeWithChromium, openAdminPage, startE2E, type E2E } from './helpers';
 
 describeWithChromium('historical import card', () => {

@@ -4,8 +4,8 @@
 // app stitches the visitor to it and sends the events, with Shopify's product data, to the
 // service emulator.
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { startFakeShop, type FakeShop } from '../../src/sandbox/fake-shop';
-import { pixelKeyOf } from '../../src/sandbox/fake-shop/storefront';
+import { startFakeShop, type FakeShop } from '../../sandbox/fake-shop';
+import { pixelKeyOf } from '../../sandbox/fake-shop/storefront';
 import { TestClock } from '../helpers/clock';
 import { activatePixel } from '../helpers/pixel';
 import { API_KEY, API_SECRET, DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';

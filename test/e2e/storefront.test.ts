@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import type { WireBatch } from '../../extensions/email-pixel/src/pixel';
-import { startFakeShop, type FakeShop } from '../../src/sandbox/fake-shop';
+import { startFakeShop, type FakeShop } from '../../sandbox/fake-shop';
 import { describeWithChromium, launchChromium, openStorefrontPage, waitForText } from './helpers';
 
 interface Captured {

@@ -8,8 +8,8 @@ import { APP_BRIDGE_SRC, uiRoutes, type UiRoutesDeps } from '../../src/http/ui.r
 import { EVENT_TABLE, STOREFRONT_EVENT_TABLE } from '../../src/mapping';
 import { createLogger } from '../../src/observability/logger';
 import { EVENT_NAMES } from '../../src/settings/settings';
-import { createShopify } from '../../src/shopify/api';
-import { startServer } from '../../src/server';
+import { createShopify } from '../../src/integrations/shopify/api';
+import { startServer } from '../../src/app/server';
 import { testConfig } from '../helpers/config';
 import { createTestDatabase } from '../helpers/db';
 

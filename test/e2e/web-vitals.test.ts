@@ -5,7 +5,7 @@
 // page, with every card loaded.
 import path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { sampleCheckout, sampleCustomer, sampleOrder } from '../../src/sandbox/samples';
+import { sampleCheckout, sampleCustomer, sampleOrder } from '../../sandbox/samples';
 import { DEFAULT_SHOP } from '../helpers/stack';
 import { describeWithChromium, openAdminPage, SCREENSHOT_DIR, startE2E, waitForText, type E2E } from './helpers';
 import { axeViolations, cls, describeShifts, inp, lcp, recorded, recordVitals, THRESHOLDS } from './vitals';

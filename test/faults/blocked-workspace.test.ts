@@ -1,7 +1,7 @@
 // 403 blocks: the service blocks a workspace after repeated bad requests (the emulator's real
 // rule: 10 400s in a minute), and later every send gets 403 for a few seconds (injected).
 // A blocked workspace is paused and retried later; another workspace keeps delivering.
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
 import { account, arrivals, driveUntilDelivered, formatCounts, report, sendAll, sleep, statusCounts, testClock, waitForAll, type Delivery } from './support';

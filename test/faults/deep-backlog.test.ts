@@ -4,7 +4,7 @@
 // the ratio is what is asserted, so a busy machine slows both sides alike.
 import { performance } from 'node:perf_hooks';
 import { OutboxRepository } from '../../src/outbox/repository';
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
 import { queueOrders, report } from './support';
@@ -96,7 +96,7 @@ describe(`a deep backlog (${testProvider})`, () => {
 
   // Regression on SQLite (fixed in the intake's cancellation + an index): every orders/create
   // cancels pending checkout_abandoned messages, and one UPDATE with an OR made SQLite scan all
-  // of the shop's queued messages inside the write transaction (now in stage 2, src/intake/forward-store.ts).
+  // of the shop's queued messages inside the write transaction (now in stage 2, src/processing/forward/forward-store.ts).
   it('keeps the intake about as fast behind 100,000 queued messages', async () => {
     const { best: deep, tries } = await deepMedian(intakeMs, shallow.intake * MAX_RATIO);
     report('deep backlog: intake', { 'median POST /webhooks, 100 queued (ms)': shallow.intake.toFixed(1), [`median POST /webhooks, ${DEPTH} queued (ms)`]: tries.map((t) => t.toFixed(1)).join(', '), ratio: (deep / shallow.intake).toFixed(1) });

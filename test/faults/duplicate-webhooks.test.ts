@@ -1,6 +1,6 @@
 // Shopify delivers "at least once": the same webhook id can come again, even while the first
 // delivery is still being stored. 20% of the webhooks here come twice, many of them racing.
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
 import { account, arrivals, report, sendAll, statusCounts, formatCounts, waitForAll, type Delivery } from './support';

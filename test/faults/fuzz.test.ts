@@ -4,7 +4,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { startBackfillBody } from '../../src/http/backfill.routes';
-import { sampleCheckout, sampleCustomer, sampleOrder } from '../../src/sandbox/samples';
+import { sampleCheckout, sampleCustomer, sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { DEFAULT_SHOP, API_SECRET, startStack, type Stack } from '../helpers/stack';
 import { report } from './support';

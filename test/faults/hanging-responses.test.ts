@@ -1,7 +1,7 @@
 // Responses that hang past the request timeout (SERVICE_TIMEOUT_MS=1000): a few single hangs,
 // then a 5 s brown-out where every send hangs. Timeouts are retried; nothing is lost. And a
 // service that answers slowly but in time: a lane keeps no more than its cap waiting on it.
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';
 import { account, arrivals, driveUntilDelivered, formatCounts, queueOrders, report, sendAll, sleep, statusCounts, testClock, type Delivery } from './support';

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { createSecretBox } from '../../src/crypto/secret-box';
 import { createLogger } from '../../src/observability/logger';
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
 

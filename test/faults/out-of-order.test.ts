@@ -1,6 +1,6 @@
 // Shopify does not promise order: an update can arrive before the create it follows.
 // Nothing may be lost either way, and the newest state must not be overwritten by an older one.
-import { sampleCheckout, sampleCustomer, sampleOrder } from '../../src/sandbox/samples';
+import { sampleCheckout, sampleCustomer, sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
 import { account, advanceWhenIdle, arrivals, report, sleep, testClock, waitForAll, type TestClock } from './support';
@@ -93,7 +93,7 @@ describe(`out-of-order topics (${testProvider})`, () => {
     expect(reversed).toEqual(inOrder);
   }, 60_000);
 
-  // Regression (fixed in src/use-cases/ingest-webhook.ts): a late checkouts/create overwrites the queued
+  // Regression (fixed in src/admin/ingest-webhook.ts): a late checkouts/create overwrites the queued
   // checkout_abandoned with its older cart and pulls its due time back.
   it('keeps the abandonment at the newest activity when checkouts/create arrives after checkouts/update', async () => {
     const base = clock.now();

@@ -4,7 +4,7 @@
 import { execFileSync, execFile } from 'node:child_process';
 import pg from 'pg';
 import { createDb, rawOf } from '../../src/db/client';
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { createTestDatabase, testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
 import { account, arrivals, formatCounts, orAfter, report, sendAll, sleep, statusCounts, waitForAll, type Delivery } from './support';

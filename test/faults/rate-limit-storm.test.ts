@@ -1,7 +1,7 @@
 // 429s: first an injected storm (every send answered 429 for 8 s), then the service lowering
 // the workspace's limit mid-drain. The pacer must back off and follow the limit it is told,
 // and every message must still arrive once.
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
 import { account, arrivals, formatCounts, maxInWindow, report, sendAll, sleep, statusCounts, waitForAll, type Delivery } from './support';

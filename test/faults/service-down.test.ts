@@ -1,7 +1,7 @@
 // The email service is down for a real 60 s (connections dropped for 30 s, then 500s for 30 s)
 // while webhooks keep coming. Afterwards every event must arrive, none twice, none dead.
 // Backoff waits after the outage are skipped with the app's clock, not slept through.
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
 import { account, arrivals, driveUntilDelivered, formatCounts, report, sendAll, sleep, statusCounts, testClock, type Delivery } from './support';

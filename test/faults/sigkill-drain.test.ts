@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { createDb, type Db } from '../../src/db/client';
 import { applyMigrations } from '../../src/db/migrate';
-import { startFakeShop, type FakeShop } from '../../src/sandbox/fake-shop';
-import { startServiceEmulator, type ServiceEmulator } from '../../src/sandbox/service-emulator';
+import { startFakeShop, type FakeShop } from '../../sandbox/fake-shop';
+import { startServiceEmulator, type ServiceEmulator } from '../../sandbox/service-emulator';
 import { createTestDatabase, testProvider, type TestDatabase } from '../helpers/db';
 import { spawnApp, type AppProcess } from '../helpers/process';
 import { account, arrivals, formatCounts, queueOrders, report, sleep } from './support';

@@ -3,10 +3,10 @@
 import { rawOf, type Db } from '../../src/db/client';
 import { lowerDue } from '../../src/outbox/due';
 import { mapWebhook } from '../../src/mapping';
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { DEFAULT_SETTINGS } from '../../src/settings/settings';
-import { toRow } from '../../src/use-cases/store-messages';
-import type { ReceivedEvent } from '../../src/sandbox/service-emulator';
+import { toRow } from '../../src/outbox/store-messages';
+import type { ReceivedEvent } from '../../sandbox/service-emulator';
 import type { Stack } from '../helpers/stack';
 
 /** The app's clock: real time plus an offset tests can push forward to skip backoff waits. */

@@ -14,7 +14,7 @@ export interface EmulatorProcess {
 }
 
 const CHILD = `
-  const { startServiceEmulator } = require(${JSON.stringify(path.resolve(__dirname, '..', '..', 'src', 'sandbox', 'service-emulator'))});
+  const { startServiceEmulator } = require(${JSON.stringify(path.resolve(__dirname, '..', '..', 'sandbox', 'service-emulator'))});
   startServiceEmulator({ host: '127.0.0.1' }).then((e) => console.log(JSON.stringify({ url: e.url })));
 `;
 

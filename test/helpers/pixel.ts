@@ -37,7 +37,7 @@ export function knownCustomer(s: Stack, email: string, domain = DEFAULT_SHOP): s
   return email;
 }
 
-/** What Shopify says of a product of the simulated shop (src/sandbox/fake-shop/catalog.ts), as storefront events carry it. */
+/** What Shopify says of a product of the simulated shop (sandbox/fake-shop/catalog.ts), as storefront events carry it. */
 export function shopifyProduct(s: Stack, p: Product, domain = DEFAULT_SHOP) {
   const handle = p.handle ?? p.id;
   return {

@@ -3,9 +3,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createLogger } from '../../src/observability/logger';
-import { startFakeShop, type FakeShop } from '../../src/sandbox/fake-shop';
-import { startServiceEmulator, type ServiceEmulator, type ServiceEmulatorOptions } from '../../src/sandbox/service-emulator';
-import { startServer, type RunningServer, type StartOptions } from '../../src/server';
+import { startFakeShop, type FakeShop } from '../../sandbox/fake-shop';
+import { startServiceEmulator, type ServiceEmulator, type ServiceEmulatorOptions } from '../../sandbox/service-emulator';
+import { startServer, type RunningServer, type StartOptions } from '../../src/app/server';
 import { testConfig } from './config';
 import { createTestDatabase, type TestDatabase } from './db';
 

@@ -1,6 +1,6 @@
 // The merchant's abandonment delay is honoured even when it is shorter than CHECKOUT_GRACE_MINUTES:
 // the grace holds back only checkouts that reach us late.
-import { sampleCheckout } from '../../src/sandbox/samples';
+import { sampleCheckout } from '../../sandbox/samples';
 import { TestClock } from '../helpers/clock';
 import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';

@@ -58,7 +58,7 @@ describe(`an order with 10,000 line items (${testProvider})`, () => {
 
   it('is delivered to the service as a body under the cap', async () => {
     // a worker process for the delivery: the web process above only stored and mapped
-    const { startServer } = await import('../../src/server');
+    const { startServer } = await import('../../src/app/server');
     const { testConfig } = await import('../helpers/config');
     const { createLogger } = await import('../../src/observability/logger');
     const worker = await startServer(testConfig(s.database.url, { SERVICE_BASE_URL: s.emulator.url, SHOPIFY_ADMIN_ORIGIN: s.shop.url, SHOPIFY_API_KEY: 'test-client-id', SHOPIFY_API_SECRET: 'test-client-secret-0123456789', ROLE: 'worker' }), { logger: createLogger('silent'), host: '127.0.0.1', worker: { safetyPollMs: 250 } });

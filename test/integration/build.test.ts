@@ -11,9 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { startFakeShop, type FakeShop } from '../../src/sandbox/fake-shop';
-import { sampleOrder } from '../../src/sandbox/samples';
-import { startServiceEmulator, type ServiceEmulator } from '../../src/sandbox/service-emulator';
+import { startFakeShop, type FakeShop } from '../../sandbox/fake-shop';
+import { sampleOrder } from '../../sandbox/samples';
+import { startServiceEmulator, type ServiceEmulator } from '../../sandbox/service-emulator';
 
 const root = path.resolve(__dirname, '..', '..');
 const API_KEY = 'build-client-id';

@@ -2,7 +2,7 @@
 // second or so whatever storefront or import backlog waits, each backlogged lower class keeps
 // its floor share, stale behaviour events expire unsent, and all of it holds across shops that
 // share a workspace and across worker processes.
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { lowerDue } from '../../src/outbox/due';
 import type { Db } from '../../src/db/client';
 import { maxInWindow } from '../helpers/clock';

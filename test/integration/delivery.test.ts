@@ -1,4 +1,4 @@
-import { sampleCheckout, sampleCustomer, sampleOrder } from '../../src/sandbox/samples';
+import { sampleCheckout, sampleCustomer, sampleOrder } from '../../sandbox/samples';
 import { maxInWindow, TestClock } from '../helpers/clock';
 import { testProvider } from '../helpers/db';
 import { tablesContaining } from '../helpers/rows';

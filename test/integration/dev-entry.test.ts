@@ -1,4 +1,4 @@
-// `npm run dev` (src/dev.ts) as its own process: it mints session tokens for any shop, so it runs
+// `npm run dev` (sandbox/dev.ts) as its own process: it mints session tokens for any shop, so it runs
 // only on the sandbox's published values and listens on the loopback interface alone.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -7,7 +7,7 @@ import path from 'node:path';
 import { createTestDatabase, testProvider, type TestDatabase } from '../helpers/db';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const DEV = path.join(ROOT, 'src', 'dev.ts');
+const DEV = path.join(ROOT, 'sandbox', 'dev.ts');
 const REAL_KEY = Buffer.alloc(32, 42).toString('base64');
 
 /**
@@ -45,7 +45,7 @@ function listeningAddresses(port: number): string[] {
   return found;
 }
 
-describe('npm run dev (src/dev.ts)', () => {
+describe('npm run dev (sandbox/dev.ts)', () => {
   it('refuses NODE_ENV=production with one line, and starts nothing', () => {
     const res = runDev(devEnv({ NODE_ENV: 'production' }));
     expect(res.status).toBe(1);

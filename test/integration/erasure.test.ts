@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import pg from 'pg';
 import { sqliteFile } from '../../src/db/client';
-import { sampleCustomer, sampleOrder } from '../../src/sandbox/samples';
+import { sampleCustomer, sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
 

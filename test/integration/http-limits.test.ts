@@ -4,7 +4,7 @@
 import net from 'node:net';
 import { TIMEOUT_CHECK_MS } from '../../src/http/app';
 import { createLogger } from '../../src/observability/logger';
-import { startServer, type RunningServer } from '../../src/server';
+import { startServer, type RunningServer } from '../../src/app/server';
 import { testConfig } from '../helpers/config';
 import { createTestDatabase, testProvider, type TestDatabase } from '../helpers/db';
 

@@ -1,4 +1,4 @@
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { spawnApp } from '../helpers/process';
 import { startStack, type Stack } from '../helpers/stack';

@@ -3,8 +3,8 @@
 import { createHmac } from 'node:crypto';
 import { createLogger } from '../../src/observability/logger';
 import { GAUGE_MAX_AGE_MS } from '../../src/observability/metrics';
-import { startServer, type RunningServer } from '../../src/server';
-import { sampleOrder } from '../../src/sandbox/samples';
+import { startServer, type RunningServer } from '../../src/app/server';
+import { sampleOrder } from '../../sandbox/samples';
 import { TestClock } from '../helpers/clock';
 import { testConfig } from '../helpers/config';
 import { createTestDatabase, testProvider, type TestDatabase } from '../helpers/db';

@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { startServer, type RunningServer } from '../../src/server';
+import { startServer, type RunningServer } from '../../src/app/server';
 import { createLogger } from '../../src/observability/logger';
 import { testConfig } from '../helpers/config';
 import { createTestDatabase, type TestDatabase } from '../helpers/db';

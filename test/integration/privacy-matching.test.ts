@@ -4,7 +4,7 @@
 // pairs that customer with another whose email or ids hold the first one's as a substring, or
 // match it once `_` and `%` are read as LIKE wildcards.
 import { randomUUID } from 'node:crypto';
-import { sampleCheckout, sampleCustomer, sampleFulfillment, sampleOrder } from '../../src/sandbox/samples';
+import { sampleCheckout, sampleCustomer, sampleFulfillment, sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { activatePixel, batch, ev, MUG, postPixel, sendBatch, TOTE } from '../helpers/pixel';
 import { startStack, type Stack } from '../helpers/stack';

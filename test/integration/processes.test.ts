@@ -1,6 +1,6 @@
 // Real OS processes on one database: a worker killed with SIGKILL mid-drain, and two workers
 // sharing one backlog and one workspace's limit.
-import { sampleOrder } from '../../src/sandbox/samples';
+import { sampleOrder } from '../../sandbox/samples';
 import { maxInWindow } from '../helpers/clock';
 import { testProvider } from '../helpers/db';
 import { spawnApp, type AppProcess } from '../helpers/process';

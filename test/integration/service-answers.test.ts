@@ -1,8 +1,8 @@
 // The README's answer table, end to end: each odd answer of the email service (or of something in
 // front of it) leaves the message in the state the table says, with the attempts it says.
-import { sampleCustomer, sampleOrder } from '../../src/sandbox/samples';
-import type { FaultSpec } from '../../src/sandbox/service-emulator';
-import { startServer } from '../../src/server';
+import { sampleCustomer, sampleOrder } from '../../sandbox/samples';
+import type { FaultSpec } from '../../sandbox/service-emulator';
+import { startServer } from '../../src/app/server';
 import { TestClock } from '../helpers/clock';
 import { testConfig } from '../helpers/config';
 import { testProvider } from '../helpers/db';

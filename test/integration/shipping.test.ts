@@ -1,7 +1,7 @@
 // Shipping lifecycle and product images through the whole pipeline: webhooks → stage 2 (stored
 // order summaries and fulfillment state, product lookups) → the service. Repeats and
 // out-of-order events send each (fulfillment, status) once; redaction erases what is stored.
-import { sampleFulfillment, sampleFulfillmentEvent, sampleOrder } from '../../src/sandbox/samples';
+import { sampleFulfillment, sampleFulfillmentEvent, sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { tablesContaining } from '../helpers/rows';
 import { startStack, type Stack } from '../helpers/stack';

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { Metrics } from '../../src/observability/metrics';
 import { createLogger } from '../../src/observability/logger';
-import { createPixelSweeper } from '../../src/pixel/sweeper';
+import { createPixelSweeper } from '../../src/processing/storefront/sweeper';
 import { TestClock } from '../helpers/clock';
 import { testProvider } from '../helpers/db';
 import { turnsOfTheLoopDuring } from '../helpers/loop';

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseWebhookBody } from '../../src/mapping';
-import { customerRef, payloadConcerns, receiptConcerns, textNamesEmail, type CustomerRef } from '../../src/use-cases/gdpr-match';
+import { customerRef, payloadConcerns, receiptConcerns, textNamesEmail, type CustomerRef } from '../../src/processing/privacy/gdpr-match';
 
 const fixture = (name: string) => fs.readFileSync(path.join(__dirname, '..', 'fixtures', `${name}.json`), 'utf8');
 const ann: CustomerRef = { id: '1234', email: 'ann@gmail.com', orderIds: ['2345'] };

@@ -1,6 +1,6 @@
 // The acceptance: 5,000 customers and 5,000 orders arrive exactly once, a second run
 // sends nothing, and live orders/create webhooks sent meanwhile are delivered with p95 < 2 s.
-import { sampleOrder } from '../../../src/sandbox/samples';
+import { sampleOrder } from '../../../sandbox/samples';
 import { testProvider } from '../../helpers/db';
 import { DEFAULT_SHOP } from '../../helpers/stack';
 import { percentile, receivedCounts, startBackfillStack, type BackfillStack } from './harness';

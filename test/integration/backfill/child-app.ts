@@ -3,7 +3,7 @@
 // Run: node --import tsx test/integration/backfill/child-app.ts (configuration from the environment).
 import { loadConfig } from '../../../src/config';
 import { createLogger } from '../../../src/observability/logger';
-import { startServer } from '../../../src/server';
+import { startServer } from '../../../src/app/server';
 import { attachBackfill, lateRouter, stopAppRunner } from './wiring';
 
 async function main(): Promise<void> {

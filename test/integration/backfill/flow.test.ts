@@ -3,8 +3,8 @@
 // scenario uses a shop (and workspace) of its own on one stack.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { graphqlOrder } from '../../../src/sandbox/fake-shop/bulk';
-import { sampleOrder } from '../../../src/sandbox/samples';
+import { graphqlOrder } from '../../../sandbox/fake-shop/bulk';
+import { sampleOrder } from '../../../sandbox/samples';
 import { testProvider } from '../../helpers/db';
 import { percentile, receivedCounts, startBackfillStack, type BackfillStack } from './harness';
 

@@ -1,9 +1,9 @@
 // The full stack (app, service emulator, fake shop) plus the import: the fake shop runs bulk
 // operations over generated data, and the runner is attached to the app as server.ts will.
 import { createLogger } from '../../../src/observability/logger';
-import type { BackfillModule, BackfillModuleDeps } from '../../../src/backfill';
-import { enableBulkOperations, type BulkDataOptions, type FakeBulk } from '../../../src/sandbox/fake-shop/bulk';
-import type { ServiceEmulatorOptions } from '../../../src/sandbox/service-emulator';
+import type { BackfillModule, BackfillModuleDeps } from '../../../src/app/backfill';
+import { enableBulkOperations, type BulkDataOptions, type FakeBulk } from '../../../sandbox/fake-shop/bulk';
+import type { ServiceEmulatorOptions } from '../../../sandbox/service-emulator';
 import { testConfig } from '../../helpers/config';
 import { API_KEY, API_SECRET, startStack, type Stack } from '../../helpers/stack';
 import { attachBackfill, lateRouter, stopAppRunner } from './wiring';

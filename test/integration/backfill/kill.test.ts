@@ -5,9 +5,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createDb } from '../../../src/db/client';
-import { startFakeShop, type FakeShop } from '../../../src/sandbox/fake-shop';
-import { enableBulkOperations, type FakeBulk } from '../../../src/sandbox/fake-shop/bulk';
-import { startServiceEmulator, type ServiceEmulator } from '../../../src/sandbox/service-emulator';
+import { startFakeShop, type FakeShop } from '../../../sandbox/fake-shop';
+import { enableBulkOperations, type FakeBulk } from '../../../sandbox/fake-shop/bulk';
+import { startServiceEmulator, type ServiceEmulator } from '../../../sandbox/service-emulator';
 import { createTestDatabase, testProvider, type TestDatabase } from '../../helpers/db';
 import { API_KEY, API_SECRET } from '../../helpers/stack';
 import { receivedCounts } from './harness';

@@ -1,16 +1,16 @@
-// Until src/server.ts builds the import itself, tests (and the child process of the kill test)
+// Until src/app/server.ts builds the import itself, tests (and the child process of the kill test)
 // attach it to a running app the way server.ts will: same config, same database, the app's
 // worker nudged on new work, /api/backfill behind the session-token middleware.
 import { Router, type RequestHandler } from 'express';
 import type { Config } from '../../../src/config';
-import { createBackfill, type BackfillModule, type BackfillModuleDeps } from '../../../src/backfill';
+import { createBackfill, type BackfillModule, type BackfillModuleDeps } from '../../../src/app/backfill';
 import { createSecretBox } from '../../../src/crypto/secret-box';
 import { sessionTokenMiddleware } from '../../../src/http/session-token';
 import type { Logger } from '../../../src/observability/logger';
-import type { RunningServer } from '../../../src/server';
-import { createShopify } from '../../../src/shopify/api';
-import { createSessionStore } from '../../../src/shopify/session-storage';
-import { createOfflineTokens } from '../../../src/shopify/tokens';
+import type { RunningServer } from '../../../src/app/server';
+import { createShopify } from '../../../src/integrations/shopify/api';
+import { createSessionStore } from '../../../src/integrations/shopify/session-storage';
+import { createOfflineTokens } from '../../../src/integrations/shopify/tokens';
 
 /**
  * Once server.ts builds the import itself, its runner is stopped here so the test's runner,

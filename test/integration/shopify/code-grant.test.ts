@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { signOAuthQuery } from '../../../src/sandbox/fake-shop';
+import { signOAuthQuery } from '../../../sandbox/fake-shop';
 import { API_KEY, API_SECRET, expectNoSecrets, startHarness, type Harness } from './harness';
 
 const SHOP = 'standalone-store.myshopify.com';

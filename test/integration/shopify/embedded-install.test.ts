@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { createSessionStore } from '../../../src/shopify/session-storage';
+import { createSessionStore } from '../../../src/integrations/shopify/session-storage';
 import { API_SECRET, expectNoSecrets, startHarness, testCipher, type Harness } from './harness';
 
 const SHOP = 'embedded-store.myshopify.com';
@@ -161,7 +161,7 @@ describe('SHOPIFY_ADMIN_ORIGIN with several apps in one process', () => {
       expect(b.fake.tokenStats('beta.myshopify.com').exchanges).toBe(1);
       // And later calls for alpha still reach a's fake shop although b was created last.
       const s = await a.tokens.getOfflineSession('alpha.myshopify.com');
-      const { fetchShopIdentity } = await import('../../../src/shopify/shop-query');
+      const { fetchShopIdentity } = await import('../../../src/integrations/shopify/shop-query');
       await expect(fetchShopIdentity(a.shopify, s!)).resolves.toEqual({ shopId: '1', shopName: 'alpha', domain: 'alpha.myshopify.com' });
     } finally {
       await a.close();

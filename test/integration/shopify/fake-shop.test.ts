@@ -3,8 +3,8 @@ import type { Server } from 'node:http';
 import express from 'express';
 import request from 'supertest';
 import { createLogger } from '../../../src/observability/logger';
-import { startFakeShop, type FakeShop } from '../../../src/sandbox/fake-shop';
-import { createShopify, type ShopifyApi } from '../../../src/shopify/api';
+import { startFakeShop, type FakeShop } from '../../../sandbox/fake-shop';
+import { createShopify, type ShopifyApi } from '../../../src/integrations/shopify/api';
 import { testConfig } from '../../helpers/config';
 import { API_KEY, API_SECRET } from './harness';
 

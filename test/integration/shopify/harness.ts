@@ -10,10 +10,10 @@ import { authRoutes } from '../../../src/http/auth.routes';
 import { sessionTokenMiddleware, shopOf } from '../../../src/http/session-token';
 import { createLogger, type Logger } from '../../../src/observability/logger';
 import { Metrics } from '../../../src/observability/metrics';
-import { startFakeShop, type FakeShop, type FakeShopInit } from '../../../src/sandbox/fake-shop';
-import { createShopify, type ShopifyApi } from '../../../src/shopify/api';
-import { createSessionStore, type SessionStore } from '../../../src/shopify/session-storage';
-import { createOfflineTokens, type OfflineTokens } from '../../../src/shopify/tokens';
+import { startFakeShop, type FakeShop, type FakeShopInit } from '../../../sandbox/fake-shop';
+import { createShopify, type ShopifyApi } from '../../../src/integrations/shopify/api';
+import { createSessionStore, type SessionStore } from '../../../src/integrations/shopify/session-storage';
+import { createOfflineTokens, type OfflineTokens } from '../../../src/integrations/shopify/tokens';
 import { testConfig } from '../../helpers/config';
 import { openTestDb } from '../../helpers/db';
 

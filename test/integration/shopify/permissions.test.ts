@@ -12,10 +12,10 @@ import { permissionsRoutes } from '../../../src/http/permissions.routes';
 import { sessionTokenMiddleware } from '../../../src/http/session-token';
 import { uiRoutes } from '../../../src/http/ui.routes';
 import { Metrics } from '../../../src/observability/metrics';
-import { fetchGrantedScopes } from '../../../src/shopify/access-scopes';
-import { pixelActivity } from '../../../src/pixel/activity';
-import { createWebPixels } from '../../../src/shopify/web-pixel';
-import { createPermissions, type PermissionsUseCases } from '../../../src/use-cases/permissions';
+import { fetchGrantedScopes } from '../../../src/integrations/shopify/access-scopes';
+import { pixelActivity } from '../../../src/admin/storefront-activity';
+import { createWebPixels } from '../../../src/integrations/shopify/web-pixel';
+import { createPermissions, type PermissionsUseCases } from '../../../src/admin/permissions';
 import { testConfig } from '../../helpers/config';
 import { API_KEY, API_SECRET, startHarness, type Harness } from './harness';
 

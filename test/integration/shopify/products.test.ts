@@ -2,9 +2,9 @@
 // cache in a real database: hits make no call, misses go in one nodes(ids:) call, throttling and
 // slowness degrade within the deadline, and the products/* webhooks keep the cache fresh.
 import request from 'supertest';
-import type { GraphqlRequest } from '../../../src/sandbox/fake-shop';
+import type { GraphqlRequest } from '../../../sandbox/fake-shop';
 import { Metrics } from '../../../src/observability/metrics';
-import { createProductCatalog, type ProductCatalog } from '../../../src/shopify/products';
+import { createProductCatalog, type ProductCatalog } from '../../../src/integrations/shopify/products';
 import { expectNoSecrets, startHarness, type Harness } from './harness';
 
 const SHOP = 'images-store.myshopify.com';

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { API_KEY, API_SECRET, startHarness, type Harness } from './harness';
-import { signHs256 } from '../../../src/sandbox/fake-shop/jwt';
+import { signHs256 } from '../../../sandbox/fake-shop/jwt';
 
 const SHOP = 'token-store.myshopify.com';
 const RETRY = 'x-shopify-retry-invalid-session-request';

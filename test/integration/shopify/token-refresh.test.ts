@@ -1,6 +1,6 @@
 import { HttpResponseError } from '@shopify/shopify-api';
 import request from 'supertest';
-import { fetchShopIdentity } from '../../../src/shopify/shop-query';
+import { fetchShopIdentity } from '../../../src/integrations/shopify/shop-query';
 import { API_SECRET, expectNoSecrets, startHarness, type Harness } from './harness';
 
 const SHOP = 'refresh-store.myshopify.com';

@@ -1,10 +1,10 @@
 // Activating the storefront web pixel against the fake shop's Admin GraphQL, on a real database:
 // create, update on reconnect, delete, missing scopes, userErrors, and the key kept throughout.
 import request from 'supertest';
-import type { GraphqlRequest } from '../../../src/sandbox/fake-shop';
-import { createPermissions } from '../../../src/use-cases/permissions';
-import { fetchGrantedScopes } from '../../../src/shopify/access-scopes';
-import { createWebPixels, type WebPixels } from '../../../src/shopify/web-pixel';
+import type { GraphqlRequest } from '../../../sandbox/fake-shop';
+import { createPermissions } from '../../../src/admin/permissions';
+import { fetchGrantedScopes } from '../../../src/integrations/shopify/access-scopes';
+import { createWebPixels, type WebPixels } from '../../../src/integrations/shopify/web-pixel';
 import { expectNoSecrets, startHarness, type Harness } from './harness';
 
 const SHOP = 'pixel-store.myshopify.com';

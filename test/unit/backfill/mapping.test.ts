@@ -1,7 +1,7 @@
 import { mapWebhook } from '../../../src/mapping';
 import { importSourceId, legacyId, mapImportedCustomer, mapImportedOrder, restCustomer } from '../../../src/mapping/imports';
-import { graphqlCustomer, graphqlOrder } from '../../../src/sandbox/fake-shop/bulk';
-import { sampleOrder } from '../../../src/sandbox/samples';
+import { graphqlCustomer, graphqlOrder } from '../../../sandbox/fake-shop/bulk';
+import { sampleOrder } from '../../../sandbox/samples';
 import { DEFAULT_SETTINGS, mergeSettings } from '../../../src/settings/settings';
 
 const SHOP = 'demo-store.myshopify.com';

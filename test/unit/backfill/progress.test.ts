@@ -1,6 +1,6 @@
 import { emptyProgress, parseKinds, parseProgress, resetKind, totals } from '../../../src/backfill/progress';
 import { bulkQuery, sinceFilter } from '../../../src/backfill/queries';
-import { etaSeconds } from '../../../src/use-cases/backfill';
+import { etaSeconds } from '../../../src/admin/backfill';
 
 describe('backfill progress', () => {
   it('round-trips through JSON and tolerates garbage', () => {

@@ -6,8 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { isShopifyStorageUrl } from '../../../src/backfill/result-url';
 import { BulkSourceError, createShopifyBulkSource } from '../../../src/backfill/shopify-bulk';
 import { createLogger } from '../../../src/observability/logger';
-import type { ShopifyApi } from '../../../src/shopify/api';
-import type { OfflineTokens } from '../../../src/shopify/tokens';
+import type { ShopifyApi } from '../../../src/integrations/shopify/api';
+import type { OfflineTokens } from '../../../src/integrations/shopify/tokens';
 
 const source = (production: boolean) =>
   createShopifyBulkSource({ shopify: {} as ShopifyApi, tokens: {} as OfflineTokens, logger: createLogger('silent'), production, downloadTimeoutMs: 2_000 });

@@ -7,7 +7,7 @@ import { createApp } from '../../../src/http/app';
 import { HttpError } from '../../../src/http/errors';
 import { createLogger } from '../../../src/observability/logger';
 import type { Metrics } from '../../../src/observability/metrics';
-import { USE_CASE_ERROR_CODES, UseCaseError, type UseCaseErrorCode } from '../../../src/use-cases/errors';
+import { USE_CASE_ERROR_CODES, UseCaseError, type UseCaseErrorCode } from '../../../src/admin/errors';
 
 // what app-contract.md, the README and the admin page expect for each refusal
 const EXPECTED: Record<UseCaseErrorCode, { status: number; code: string }> = {

@@ -1,5 +1,5 @@
 import { lookupKeys, mapWebhook, normalizeTopic, orderSummaryOf, type MapInput, type MapOutput, type StoredFulfillment, type StoredOrder } from '../../../src/mapping';
-import { sampleFulfillment, sampleFulfillmentEvent, sampleOrder, SHIPMENT_SEQUENCE } from '../../../src/sandbox/samples';
+import { sampleFulfillment, sampleFulfillmentEvent, sampleOrder, SHIPMENT_SEQUENCE } from '../../../sandbox/samples';
 import { EVENT_DEFAULTS } from '../../../src/settings/settings';
 import { fixture, input, RECEIVED_AT, settingsWith, SHOP } from './helpers';
 

@@ -1,5 +1,5 @@
 // Every line item of order, checkout and shipping events carries the product's image, link and
-// handle, from the lookup the intake made before mapping (src/shopify/products.ts).
+// handle, from the lookup the intake made before mapping (src/integrations/shopify/products.ts).
 import { mapWebhook } from '../../../src/mapping';
 import type { ProductLookup } from '../../../src/mapping/items';
 import { fixture, input } from './helpers';

@@ -6,7 +6,7 @@ import { emailAddress } from '../../../src/mapping/email';
 import { fixture, input, settingsWith } from './helpers';
 
 const quirk = (name: string) => fixture(`quirks/${name}`);
-// what the service emulator accepts (src/sandbox/service-emulator/api.ts): one @, a dotted domain
+// what the service emulator accepts (sandbox/service-emulator/api.ts): one @, a dotted domain
 const EMULATOR_EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 
 describe('ids beyond 2^53', () => {

@@ -1,7 +1,7 @@
 // The sandbox storefront's server side, without a browser: which pixel a page loads and with
 // what settings, the Shopify-shaped event data it publishes, and the AJAX cart and contact step.
-import { startFakeShop, type FakeShop } from '../../../src/sandbox/fake-shop';
-import { pixelKeyOf } from '../../../src/sandbox/fake-shop/storefront';
+import { startFakeShop, type FakeShop } from '../../../sandbox/fake-shop';
+import { pixelKeyOf } from '../../../sandbox/fake-shop/storefront';
 
 const configOf = (html: string) => JSON.parse(/<script id="sandbox-storefront" type="application\/json">(.*?)<\/script>/s.exec(html)![1]!);
 

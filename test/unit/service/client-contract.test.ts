@@ -1,9 +1,9 @@
 // The client against the emulator: every endpoint, every error status, timeouts and drops.
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { startServiceEmulator, type FaultMode, type ServiceEmulator } from '../../../src/sandbox/service-emulator';
-import { createServiceClient } from '../../../src/service/client';
-import type { ServiceClient, ServiceResult } from '../../../src/service/types';
+import { startServiceEmulator, type FaultMode, type ServiceEmulator } from '../../../sandbox/service-emulator';
+import { createServiceClient } from '../../../src/integrations/service/client';
+import type { ServiceClient, ServiceResult } from '../../../src/integrations/service/types';
 import { captureLogs, sleep, type CapturedLogs } from './support';
 
 const TIMEOUT_MS = 300;

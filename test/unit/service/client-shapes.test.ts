@@ -1,7 +1,7 @@
 // The client against tiny ad-hoc servers giving the odd shapes the spec allows.
-import * as errorsModule from '../../../src/service/errors';
-import { createServiceClient } from '../../../src/service/client';
-import type { ServiceClient } from '../../../src/service/types';
+import * as errorsModule from '../../../src/integrations/service/errors';
+import { createServiceClient } from '../../../src/integrations/service/client';
+import type { ServiceClient } from '../../../src/integrations/service/types';
 import { adhocServer, captureLogs, json, type AdhocHandler, type AdhocServer } from './support';
 
 const KEY = 'sk_shape_test_key_1234567890';

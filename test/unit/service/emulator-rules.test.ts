@@ -1,6 +1,6 @@
 // The emulator's own rules, checked over raw HTTP (not through the client it is meant to check).
 import { request } from 'undici';
-import { startServiceEmulator, type ServiceEmulator } from '../../../src/sandbox/service-emulator';
+import { startServiceEmulator, type ServiceEmulator } from '../../../sandbox/service-emulator';
 import { sleep } from './support';
 
 interface Reply {

@@ -1,7 +1,7 @@
 // The client against a tiny server giving the odd answers a proxy, a redirect or a confused
 // service gives: each is classified into the kind the README's answer table says.
-import { createServiceClient } from '../../../src/service/client';
-import type { ServiceClient, ServiceResult } from '../../../src/service/types';
+import { createServiceClient } from '../../../src/integrations/service/client';
+import type { ServiceClient, ServiceResult } from '../../../src/integrations/service/types';
 import { adhocServer, captureLogs, json, type AdhocHandler, type AdhocServer } from './support';
 
 const KEY = 'sk_odd_answers_key_0123456789abcdef';

@@ -1,6 +1,6 @@
 // Pure readers of service responses.
-import { extractArray, parseRateInfo, parseRetryAfterMs } from '../../../src/service/parse';
-import { redactSecret } from '../../../src/service/errors';
+import { extractArray, parseRateInfo, parseRetryAfterMs } from '../../../src/integrations/service/parse';
+import { redactSecret } from '../../../src/integrations/service/errors';
 
 describe('parseRateInfo', () => {
   it('reads plain and structured values, and ignores junk', () => {

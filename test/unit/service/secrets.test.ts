@@ -1,7 +1,7 @@
 // The API key must never appear in an outcome, a message or a log line, whatever the service does.
-import { startServiceEmulator, type ServiceEmulator } from '../../../src/sandbox/service-emulator';
-import { createServiceClient } from '../../../src/service/client';
-import type { ServiceClient, ServiceResult } from '../../../src/service/types';
+import { startServiceEmulator, type ServiceEmulator } from '../../../sandbox/service-emulator';
+import { createServiceClient } from '../../../src/integrations/service/client';
+import type { ServiceClient, ServiceResult } from '../../../src/integrations/service/types';
 import { adhocServer, captureLogs, json, type AdhocServer } from './support';
 
 const logs = captureLogs('trace');

@@ -1,9 +1,9 @@
 // The pure parts behind product images, optional scopes and Shopify's cost limits.
-import { readCost, restoreWaitMs, ThrottleTracker } from '../../../src/shopify/admin-graphql';
-import { fieldsFor, fromLookup, parseProductDelete, parseProductUpdate, productUrl, withProductFields } from '../../../src/shopify/product-cache';
-import { gidNumber, parseLookup } from '../../../src/shopify/product-query';
-import { FEATURE_SCOPES, hasScopes, missingScopes, OPTIONAL_SCOPES, parseScopes } from '../../../src/shopify/scopes';
-import { featuresFor } from '../../../src/use-cases/permissions';
+import { readCost, restoreWaitMs, ThrottleTracker } from '../../../src/integrations/shopify/admin-graphql';
+import { fieldsFor, fromLookup, parseProductDelete, parseProductUpdate, productUrl, withProductFields } from '../../../src/integrations/shopify/product-cache';
+import { gidNumber, parseLookup } from '../../../src/integrations/shopify/product-query';
+import { FEATURE_SCOPES, hasScopes, missingScopes, OPTIONAL_SCOPES, parseScopes } from '../../../src/integrations/shopify/scopes';
+import { featuresFor } from '../../../src/admin/permissions';
 
 describe('scopes', () => {
   it('parses a session scope string, trimmed and once each', () => {

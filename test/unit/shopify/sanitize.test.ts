@@ -1,5 +1,5 @@
-import { sanitizeShop, shopFromDest } from '../../../src/shopify/sanitize';
-import { scrubSecrets } from '../../../src/shopify/api';
+import { sanitizeShop, shopFromDest } from '../../../src/integrations/shopify/sanitize';
+import { scrubSecrets } from '../../../src/integrations/shopify/api';
 
 describe('sanitizeShop', () => {
   it.each([

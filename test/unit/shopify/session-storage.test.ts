@@ -1,5 +1,5 @@
 import type { Db } from '../../../src/db/client';
-import { createSessionStore } from '../../../src/shopify/session-storage';
+import { createSessionStore } from '../../../src/integrations/shopify/session-storage';
 
 describe('session store start-up check', () => {
   it('does not wait or crash when the table check fails at construction, and re-checks on first use', async () => {

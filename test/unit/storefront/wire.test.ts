@@ -1,11 +1,11 @@
 // The pure edges of the storefront pipeline: the endpoint's head reader and client address,
 // stage 2's batch reader, the emails signed webhooks vouch for, email keys, and the token buckets.
 import { readHead } from '../../../src/http/pixel.route';
-import { clientAddress, ipKey } from '../../../src/pixel/client-ip';
-import { createEmailKeys } from '../../../src/pixel/email-keys';
-import { TokenBuckets } from '../../../src/pixel/rate-limit';
-import { vouchedEmails, vouchSourceOf } from '../../../src/pixel/vouch';
-import { MAX_EVENTS_PER_BATCH, readBatch } from '../../../src/pixel/wire';
+import { clientAddress, ipKey } from '../../../src/intake/client-ip';
+import { createEmailKeys } from '../../../src/processing/storefront/email-keys';
+import { TokenBuckets } from '../../../src/intake/rate-limit';
+import { vouchedEmails, vouchSourceOf } from '../../../src/processing/storefront/vouch';
+import { MAX_EVENTS_PER_BATCH, readBatch } from '../../../src/processing/storefront/wire';
 
 const AT = new Date('2026-11-23T10:00:00.000Z');
 const variant = { id: '45101', title: 'Default Title', price: { amount: 18.5, currencyCode: 'USD' }, image: { src: '//cdn.example/mug.png?v=3' }, product: { id: '8101', title: 'Aurora Mug', url: '/products/aurora-mug?ref=mail' } };

@@ -1,0 +1,295 @@
+// Stage 2 for the forwarded topics: a batch of receipts, in arrival order, becomes a write plan.
+// State is read once per batch (ForwardStore), then each receipt is mapped in order against
+// that state as the earlier receipts of the batch left it: a customers/update sees the digest
+// an earlier one in the batch stored, a checkout sees an order that came before it, an order
+// cancels an abandonment that came before it. Nothing is written here; the processor applies
+// the plan and marks the receipts in one transaction.
+import { lookupKeys, mapWebhook, type MapOutput, type NewMessage, type StoredFulfillment, type StoredOrder } from '../../mapping';
+import { lineItemIds, type ProductLookup } from '../../mapping/items';
+import { obj } from '../../mapping/read';
+import type { DueEntry } from '../../outbox/due';
+import { parseStoredSettings, type Settings } from '../../settings/settings';
+import { emptyPlan, keyOf, type ExistingMessage, type ForwardStore, type ShopRow, type WritePlan } from './forward-store';
+import { LoopBudget } from '../loop-budget';
+import type { ReceiptOutcome } from '../../intake/receipt-store';
+import { toRow } from '../../outbox/store-messages';
+
+export interface ParsedReceipt {
+  id: number;
+  webhookId: string;
+  shopDomain: string;
+  topic: string;
+  receivedAt: Date;
+  payload: unknown;
+}
+
+export interface ForwardResult {
+  outcomes: ReceiptOutcome[];
+  plan: WritePlan;
+  due: DueEntry[];
+  /** Shops that got messages to send. */
+  shops: Set<string>;
+}
+
+/**
+ * Looks up the product images and links of a shop's line items (bounded in time; never throws).
+ * `scope`: the scopes of the shop's offline session as the caller just read them (null: none),
+ * which spares reading the session when no Admin API call is needed.
+ */
+export type EnrichItems = (shop: { id: string; domain: string; scope?: string | null }, items: LineItemIds) => Promise<ProductLookup>;
+type LineItemIds = Array<{ product_id: string | null; variant_id: string | null }>;
+
+/** Topics whose payload lists line items (fulfillment events take theirs from stored state). */
+const WITH_LINE_ITEMS = /^(orders|checkouts|fulfillments)\//;
+
+export interface ForwardDeps {
+  store: ForwardStore;
+  /** Product images and links for line items; events go without them when absent. */
+  enrich?: EnrichItems;
+  /** Extra mapping input every receipt gets (abandonment policy, product lookups, ...). */
+  mapContext?: (shop: ShopRow, r: ParsedReceipt) => Partial<Parameters<typeof mapWebhook>[0]>;
+}
+
+/** One message of the batch on its way to the outbox. */
+interface Candidate {
+  message: NewMessage;
+  upsert: boolean;
+  receipt: number;
+  cancelled: boolean;
+  /** For an abandonment not yet stored: whether an order before it in the batch ended it. */
+  orderedInBatch: boolean;
+}
+
+interface ShopBatch {
+  shop: ShopRow;
+  settings: Settings;
+  status: 'queued' | 'held';
+  candidates: Map<string, Candidate>;
+  cancelTokens: Set<string>;
+  cancelEmails: Set<string>;
+  /** Orders of this batch so far, for later checkouts of the batch. */
+  orderTokens: Set<string>;
+  orderEmails: Set<string>;
+}
+
+export function createForwardReceipts(deps: ForwardDeps) {
+  const { store } = deps;
+
+  return async function forwardReceipts(items: ParsedReceipt[]): Promise<ForwardResult> {
+    const shops = await store.shops([...new Set(items.map((i) => i.shopDomain))]);
+    const keyed = items.map((r) => ({ r, keys: lookupKeys(r.topic, r.payload), shop: shops.get(r.shopDomain) }));
+    const need = { digests: new Set<string>(), orders: new Set<string>(), fulfillments: new Set<string>() };
+    for (const { keys, shop } of keyed) {
+      if (!shop) continue;
+      if (keys.customerId) need.digests.add(keyOf(shop.id, keys.customerId));
+      if (keys.orderId) need.orders.add(keyOf(shop.id, keys.orderId));
+      if (keys.fulfillmentId) need.fulfillments.add(keyOf(shop.id, keys.fulfillmentId));
+    }
+    const [digests, orders, fulfillments] = await Promise.all([store.digests(need.digests), store.orders(need.orders), store.fulfillments(need.fulfillments)]);
+    const missingOrders = new Set([...need.orders].filter((k) => !orders.has(k)));
+    const legacyEmails = missingOrders.size ? await store.orderEmailsFromMessages(missingOrders) : new Map<string, string>();
+    const products = await lookupProducts(keyed);
+
+    const plan = emptyPlan();
+    const outcomes: ReceiptOutcome[] = [];
+    const batches = new Map<string, ShopBatch>();
+    const changed = { digests: new Set<string>(), orders: new Set<string>(), fulfillments: new Set<string>() };
+    // the mappers are pure and synchronous: the event loop turns between receipts once mapping
+    // has taken a while, so a batch of huge orders does not hold it
+    const budget = new LoopBudget();
+
+    for (const { r, keys, shop } of keyed) {
+      await budget.step();
+      const outcome: ReceiptOutcome = { id: r.id, outcome: 'ignored', reason: null, messageCount: 0, customerId: null };
+      outcomes.push(outcome);
+      if (!shop || !shop.connection) {
+        outcome.reason = 'shop not connected';
+        continue;
+      }
+      if (shop.uninstalledAt) {
+        outcome.reason = 'app uninstalled';
+        continue;
+      }
+      let b = batches.get(shop.id);
+      if (!b) {
+        const status = shop.connection.status === 'connected' ? 'queued' : 'held';
+        b = { shop, settings: parseStoredSettings(shop.settings?.data), status, candidates: new Map(), cancelTokens: new Set(), cancelEmails: new Set(), orderTokens: new Set(), orderEmails: new Set() };
+        batches.set(shop.id, b);
+      }
+      const dk = keys.customerId ? keyOf(shop.id, keys.customerId) : null;
+      const ok = keys.orderId ? keyOf(shop.id, keys.orderId) : null;
+      const fk = keys.fulfillmentId ? keyOf(shop.id, keys.fulfillmentId) : null;
+      const digest = dk ? digests.get(dk) : undefined;
+      const order = ok ? orders.get(ok) ?? null : undefined;
+      const out: MapOutput = mapWebhook({
+        topic: r.topic,
+        payload: r.payload,
+        webhookId: r.webhookId,
+        shopDomain: r.shopDomain,
+        receivedAt: r.receivedAt,
+        settings: b.settings,
+        customerState: dk ? (digest ? { digest: digest.digest, consentState: digest.consentState } : null) : undefined,
+        orderEmail: ok ? order?.email ?? legacyEmails.get(ok) ?? null : null,
+        order,
+        fulfillment: fk ? fulfillments.get(fk) ?? null : undefined,
+        products: products.get(shop.id),
+        ...deps.mapContext?.(shop, r),
+      });
+      outcome.customerId = out.customerId;
+      remember(out, shop.id);
+      if (out.cancelAbandoned) cancel(b, out.cancelAbandoned);
+      let count = 0;
+      for (const m of out.messages) count += propose(b, m, false, r.id);
+      for (const m of out.upserts) count += propose(b, m, true, r.id);
+      outcome.outcome = out.ignored ? 'ignored' : 'accepted';
+      outcome.reason = out.ignored ?? null;
+      outcome.messageCount = count;
+    }
+
+    const due: DueEntry[] = [];
+    const known = await settleReads([...batches.values()], store);
+    for (const b of batches.values()) settle(b, known, plan, due);
+    for (const k of changed.digests) {
+      const [shopId, customerId] = k.split('\u0000') as [string, string];
+      const d = digests.get(k)!;
+      plan.digests.push({ shopId, customerId, digest: d.digest, consentState: d.consentState });
+    }
+    for (const k of changed.orders) plan.orders.push({ shopId: k.split('\u0000')[0]!, order: orders.get(k)! });
+    for (const k of changed.fulfillments) plan.fulfillments.push({ shopId: k.split('\u0000')[0]!, state: fulfillments.get(k)! });
+    return { outcomes, plan, due, shops: new Set(due.map((d) => d.shopId)) };
+
+    /** One lookup per shop for all the line items of the batch, the shops side by side. */
+    async function lookupProducts(all: typeof keyed): Promise<Map<string, ProductLookup>> {
+      const byShop = new Map<string, { shop: ShopRow; items: LineItemIds }>();
+      if (!deps.enrich) return new Map();
+      for (const { r, shop } of all) {
+        if (!shop?.connection || shop.uninstalledAt || !WITH_LINE_ITEMS.test(r.topic)) continue;
+        const entry = byShop.get(shop.id) ?? { shop, items: [] };
+        entry.items.push(...lineItemIds(obj(r.payload)?.line_items));
+        byShop.set(shop.id, entry);
+      }
+      const found = await Promise.all([...byShop.values()].filter((e) => e.items.length).map(async (e) => [e.shop.id, await deps.enrich!(e.shop, e.items)] as const));
+      return new Map(found);
+    }
+
+    /** What the mapper asks to store becomes the state later receipts of the batch see. */
+    function remember(out: MapOutput, shopId: string): void {
+      if (out.customerState) {
+        const k = keyOf(shopId, out.customerState.customerId);
+        digests.set(k, { digest: out.customerState.digest, consentState: out.customerState.consentState });
+        changed.digests.add(k);
+      }
+      if (out.orderSummary) {
+        const k = keyOf(shopId, out.orderSummary.orderId);
+        orders.set(k, out.orderSummary as StoredOrder);
+        changed.orders.add(k);
+      }
+      if (out.fulfillmentState) {
+        const k = keyOf(shopId, out.fulfillmentState.fulfillmentId);
+        fulfillments.set(k, out.fulfillmentState as StoredFulfillment);
+        changed.fulfillments.add(k);
+      }
+    }
+  };
+}
+
+/** An order: pending abandonments of its checkout token or email end (stored ones and this batch's so far). */
+function cancel(b: ShopBatch, c: { checkoutToken: string | null; email: string | null }): void {
+  if (c.checkoutToken) {
+    b.cancelTokens.add(c.checkoutToken);
+    b.orderTokens.add(c.checkoutToken);
+  }
+  if (c.email) {
+    b.cancelEmails.add(c.email);
+    b.orderEmails.add(c.email);
+  }
+  for (const cand of b.candidates.values()) {
+    if (!cand.upsert) continue;
+    const m = cand.message;
+    if ((c.checkoutToken && m.checkoutToken === c.checkoutToken) || (c.email && m.email === c.email)) cand.cancelled = true;
+  }
+}
+
+/** Adds a message of the batch; returns 1 when it may be sent (a new event, or newer activity). */
+function propose(b: ShopBatch, m: NewMessage, upsert: boolean, receipt: number): number {
+  const cur = b.candidates.get(m.sourceId);
+  if (!upsert) {
+    if (cur) return 0; // the same event twice in one batch: the first one stands
+    b.candidates.set(m.sourceId, { message: m, upsert, receipt, cancelled: false, orderedInBatch: false });
+    return m.skip ? 0 : 1;
+  }
+  const ordered = (m.checkoutToken !== null && b.orderTokens.has(m.checkoutToken)) || (m.email !== null && b.orderEmails.has(m.email));
+  if (!cur) {
+    b.candidates.set(m.sourceId, { message: m, upsert, receipt, cancelled: false, orderedInBatch: ordered });
+    return m.skip || ordered ? 0 : 1;
+  }
+  // only newer activity moves the abandonment: a late checkouts/create must not pull it back
+  if (m.runAt.getTime() >= cur.message.runAt.getTime()) cur.message = m;
+  cur.orderedInBatch ||= ordered;
+  return 0;
+}
+
+/** Candidates that may be new abandonments: not cancelled, not ended by an order of this batch. */
+function openAbandonments(b: ShopBatch): Candidate[] {
+  return [...b.candidates.values()].filter((c) => c.upsert && !c.cancelled && !c.orderedInBatch && !c.message.skip);
+}
+
+interface Known {
+  /** Messages already stored under the batch's source ids (keys: shop id and source id). */
+  existing: Map<string, ExistingMessage>;
+  /** Orders stored before this batch: checkout tokens, and the latest order time per email. */
+  stored: { tokens: Set<string>; emailLatest: Map<string, Date> };
+}
+
+/** What settle() decides against, read for every shop of the batch at once (three queries at most). */
+async function settleReads(batches: ShopBatch[], store: ForwardStore): Promise<Known> {
+  const ids = new Set<string>();
+  for (const b of batches) for (const sourceId of b.candidates.keys()) ids.add(keyOf(b.shop.id, sourceId));
+  const existing = await store.existing(ids);
+  // new abandonments whose checkout may already have ended in an order stored before this batch
+  const tokens = new Set<string>();
+  const emails = new Set<string>();
+  for (const b of batches) {
+    for (const c of openAbandonments(b)) {
+      if (existing.has(keyOf(b.shop.id, c.message.sourceId))) continue;
+      if (c.message.checkoutToken !== null) tokens.add(keyOf(b.shop.id, c.message.checkoutToken));
+      if (c.message.email !== null) emails.add(keyOf(b.shop.id, c.message.email));
+    }
+  }
+  const stored = tokens.size || emails.size ? await store.ordersFor(tokens, emails) : { tokens: new Set<string>(), emailLatest: new Map<string, Date>() };
+  return { existing, stored };
+}
+
+/** Decides, against what the shop already has, what each candidate becomes; fills the plan. */
+function settle(b: ShopBatch, known: Known, plan: WritePlan, due: DueEntry[]): void {
+  const shopId = b.shop.id;
+  if (b.cancelTokens.size || b.cancelEmails.size) plan.cancels.push({ shopId, tokens: [...b.cancelTokens], emails: [...b.cancelEmails] });
+  const opts = { shopId, status: b.status, heldReason: b.status === 'held' ? 'invalid_key' : null };
+
+  for (const c of b.candidates.values()) {
+    const m = c.message;
+    const row = toRow(m, opts);
+    const prior = known.existing.get(keyOf(shopId, m.sourceId));
+    if (prior) {
+      if (prior.status === 'skipped' && !m.skip) {
+        plan.replacements.push({ id: prior.id, row });
+        if (row.status === 'queued') due.push({ shopId, runAt: m.runAt });
+      } else if (c.upsert && !c.cancelled && !m.skip && (prior.status === 'queued' || prior.status === 'held') && m.runAt >= prior.dueAt) {
+        plan.abandonmentUpdates.push({ id: prior.id, runAt: m.runAt, body: row.body, email: m.email });
+        due.push({ shopId, runAt: m.runAt });
+      }
+      continue;
+    }
+    if (c.upsert && row.status !== 'skipped') {
+      const checkoutAt = new Date(m.runAt.getTime() - b.settings.abandonment_delay_minutes * 60_000);
+      const latest = m.email ? known.stored.emailLatest.get(keyOf(shopId, m.email)) : undefined;
+      const ordered = c.cancelled || c.orderedInBatch || (m.checkoutToken !== null && known.stored.tokens.has(keyOf(shopId, m.checkoutToken))) || (latest !== undefined && latest >= checkoutAt);
+      if (ordered) {
+        plan.inserts.push({ ...row, status: 'cancelled', heldReason: null, lastError: 'the customer placed an order' });
+        continue;
+      }
+    }
+    plan.inserts.push(row);
+    if (row.status === 'queued') due.push({ shopId, runAt: m.runAt });
+  }
+}

@@ -1,0 +1,301 @@
+// What stage 2 reads and writes for storefront batches, set-based: one raw statement per kind of
+// state and batch across its shops (shops, visitors, waiting events, pending abandonments, vouched
+// emails and claims; the existing source ids per shop), and one write per kind inside the batch's
+// transaction (write()). Raw SQL rather than the ORM: a third of its cost, and Prisma's grows with
+// the key lists.
+import { Prisma } from '@prisma/client';
+import { hasShopKeys, insertRows, setColumns, whereShopKeys as whereKeys } from '../../db/batch-sql';
+import { rawOf, type Db } from '../../db/client';
+import type { SqlTx } from '../../db/transaction';
+import { Sql } from '../../db/sql';
+import { insertMessages } from '../../outbox/store-messages';
+
+type Tx = SqlTx;
+
+/** The storefront's abandonment events: pending (queued or held) until they fire or are cancelled. */
+export const STOREFRONT_ABANDONMENTS = ['browse_abandoned', 'cart_abandoned'] as const;
+export type StorefrontAbandonment = (typeof STOREFRONT_ABANDONMENTS)[number];
+const PENDING = ['queued', 'held'];
+
+export interface PixelShop {
+  id: string;
+  domain: string;
+  uninstalledAt: Date | null;
+  connection: { status: string } | null;
+  settings: { data: string } | null;
+  pixel: { key: string; state: string } | null;
+  /** The offline session's scopes (null: no session). */
+  scope: string | null;
+}
+
+/** A PixelShopper row: an email's trust (by its key) and its quota of the day. */
+export interface ShopperRow {
+  state: string;
+  expiresAt: Date;
+  quotaDay: number;
+  events: number;
+  abandonments: number;
+}
+
+/** A pending claim (PixelClaim) of a client id to an email, by the email's key. */
+export interface StoredClaim {
+  shopId: string;
+  clientId: string;
+  emailKey: string;
+}
+
+export interface Visitor {
+  email: string;
+  identifiedAt: Date;
+  expiresAt: Date;
+}
+
+export interface WaitingRow {
+  name: string;
+  eventId: string;
+  occurredAt: Date;
+  data: string;
+}
+
+export interface PendingAbandonment {
+  id: number;
+  sourceId: string;
+  eventName: StorefrontAbandonment;
+  email: string;
+  body: string;
+}
+
+export interface PixelPlan {
+  /** Clients whose waiting events and identity go (consent withdrawn). */
+  forget: Array<{ shopId: string; clientId: string }>;
+  /** Clients identified now: their waiting events counted for the email and go. */
+  stitched: Array<{ shopId: string; clientId: string }>;
+  visitors: Array<{ shopId: string; clientId: string } & Visitor>;
+  waiting: Prisma.PixelEventCreateManyInput[];
+  inserts: Prisma.OutboxMessageCreateManyInput[];
+  /** Pending abandonments that newer activity moves later (and adds to). */
+  updates: Array<{ id: number; body: string; runAt: Date }>;
+  /** Pending abandonments that later activity ended, with why. */
+  cancels: Array<{ id: number; reason: string }>;
+  /** Emails Shopify named (a webhook, a lookup that found the customer): vouched until expiresAt. */
+  vouches: Array<{ shopId: string; emailKey: string; source: string; checkedAt: Date; expiresAt: Date }>;
+  /** Emails a lookup found no customer for (a vouched row stays vouched). */
+  unknown: Array<{ shopId: string; emailKey: string; checkedAt: Date; expiresAt: Date }>;
+  /** The day's counts of emails that got events (rows created for an identity when missing). */
+  quotas: Array<{ shopId: string; emailKey: string; quotaDay: number; events: number; abandonments: number; checkedAt: Date; expiresAt: Date }>;
+  /** Claims left pending (one per client: it replaces the client's earlier claim). */
+  claims: Array<{ shopId: string; clientId: string; emailKey: string; claimedAt: Date; expiresAt: Date }>;
+  /** Clients whose claim is settled (identified, or consent withdrawn). */
+  claimsDone: Array<{ shopId: string; clientId: string }>;
+  /** Increments of the shops' hourly counts. */
+  stats: Array<{ shopId: string; hour: number; pending: number; vouched: number; dropped: number; limited: number }>;
+}
+
+export const emptyPixelPlan = (): PixelPlan => ({
+  forget: [], stitched: [], visitors: [], waiting: [], inserts: [], updates: [], cancels: [], vouches: [], unknown: [], quotas: [], claims: [], claimsDone: [], stats: [],
+});
+
+/** Keys of per-shop state: shop id and the object's id. */
+export const keyOf = (shopId: string, id: string) => `${shopId}\u0000${id}`;
+
+function byShop<T extends { shopId: string }>(rows: T[]): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const r of rows) out.set(r.shopId, [...(out.get(r.shopId) ?? []), r]);
+  return out;
+}
+
+export class PixelStore {
+  private readonly sql: Sql;
+
+  constructor(private readonly db: Db) {
+    this.sql = new Sql(db, rawOf(db).provider);
+  }
+
+  async shops(domains: string[]): Promise<Map<string, PixelShop>> {
+    if (domains.length === 0) return new Map();
+    const rows = await this.db.$queryRaw<
+      Array<{ id: string; domain: string; uninstalledAt: unknown; status: string | null; data: string | null; key: string | null; state: string | null; scope: string | null }>
+    >(Prisma.sql`
+      SELECT "s"."id", "s"."domain", "s"."uninstalledAt", "c"."status", "t"."data", "p"."key", "p"."state", "o"."scope"
+      FROM "Shop" AS "s"
+      LEFT JOIN "Connection" AS "c" ON "c"."shopId" = "s"."id"
+      LEFT JOIN "ShopSettings" AS "t" ON "t"."shopId" = "s"."id"
+      LEFT JOIN "WebPixel" AS "p" ON "p"."shopId" = "s"."id"
+      LEFT JOIN "Session" AS "o" ON "o"."id" = 'offline_' || "s"."domain"
+      WHERE "s"."domain" IN (${Prisma.join(domains)})`);
+    return new Map(
+      rows.map((r) => [
+        r.domain,
+        {
+          id: r.id, domain: r.domain, uninstalledAt: Sql.toDate(r.uninstalledAt),
+          connection: r.status === null ? null : { status: r.status },
+          settings: r.data === null ? null : { data: r.data },
+          pixel: r.key === null ? null : { key: r.key, state: r.state! },
+          scope: r.scope,
+        },
+      ]),
+    );
+  }
+
+  /** Identified visitors among these clients, by keyOf(shopId, clientId). */
+  async visitors(clients: Map<string, Set<string>>): Promise<Map<string, Visitor>> {
+    const out = new Map<string, Visitor>();
+    if (!hasShopKeys(clients)) return out;
+    const rows = await this.db.$queryRaw<Array<{ shopId: string; clientId: string; email: string; identifiedAt: unknown; expiresAt: unknown }>>(
+      Prisma.sql`SELECT "shopId", "clientId", "email", "identifiedAt", "expiresAt" FROM "PixelVisitor" WHERE ${whereKeys(clients, 'clientId')}`,
+    );
+    for (const r of rows) out.set(keyOf(r.shopId, r.clientId), { email: r.email, identifiedAt: Sql.toDate(r.identifiedAt)!, expiresAt: Sql.toDate(r.expiresAt)! });
+    return out;
+  }
+
+  /** Waiting (anonymous) events of these clients still inside their window, oldest first. */
+  async waiting(clients: Map<string, Set<string>>, now: Date): Promise<Map<string, WaitingRow[]>> {
+    const out = new Map<string, WaitingRow[]>();
+    if (!hasShopKeys(clients)) return out;
+    const rows = await this.db.$queryRaw<Array<{ shopId: string; clientId: string; name: string; eventId: string; occurredAt: unknown; data: string }>>(Prisma.sql`
+      SELECT "shopId", "clientId", "name", "eventId", "occurredAt", "data" FROM "PixelEvent"
+      WHERE "expiresAt" > ${this.sql.ts(now)} AND (${whereKeys(clients, 'clientId')}) ORDER BY "id"`);
+    for (const { shopId, clientId, occurredAt, ...row } of rows) {
+      const k = keyOf(shopId, clientId);
+      const list = out.get(k) ?? [];
+      list.push({ ...row, occurredAt: Sql.toDate(occurredAt)! });
+      out.set(k, list);
+    }
+    return out;
+  }
+
+  /** Pending storefront abandonments of these emails, by keyOf(shopId, email). */
+  async pending(emails: Map<string, Set<string>>): Promise<Map<string, PendingAbandonment[]>> {
+    const out = new Map<string, PendingAbandonment[]>();
+    if (!hasShopKeys(emails)) return out;
+    // served by the (shopId, email, eventName) index; the status is checked here, because
+    // naming it in the query lets SQLite choose a status index and walk the shop's queue
+    const rows = await this.db.$queryRaw<Array<{ id: number | bigint; shopId: string; sourceId: string; eventName: StorefrontAbandonment; email: string; body: string; status: string }>>(Prisma.sql`
+      SELECT "id", "shopId", "sourceId", "eventName", "email", "body", "status" FROM "OutboxMessage"
+      WHERE "eventName" IN (${Prisma.join([...STOREFRONT_ABANDONMENTS])}) AND (${whereKeys(emails, 'email')}) ORDER BY "id"`);
+    for (const { status, id, shopId, ...r } of rows) {
+      if (!PENDING.includes(status)) continue;
+      const k = keyOf(shopId, r.email);
+      const list = out.get(k) ?? [];
+      list.push({ ...r, id: Number(id) });
+      out.set(k, list);
+    }
+    return out;
+  }
+
+  /** Trust and quota rows of these email keys, by keyOf(shopId, emailKey). */
+  async shoppers(keys: Map<string, Set<string>>): Promise<Map<string, ShopperRow>> {
+    const out = new Map<string, ShopperRow>();
+    if (!hasShopKeys(keys)) return out;
+    const rows = await this.db.$queryRaw<Array<{ shopId: string; emailKey: string; state: string; expiresAt: unknown; quotaDay: number | bigint; events: number | bigint; abandonments: number | bigint }>>(Prisma.sql`
+      SELECT "shopId", "emailKey", "state", "expiresAt", "quotaDay", "events", "abandonments" FROM "PixelShopper" WHERE ${whereKeys(keys, 'emailKey')}`);
+    for (const r of rows) {
+      out.set(keyOf(r.shopId, r.emailKey), { state: r.state, expiresAt: Sql.toDate(r.expiresAt)!, quotaDay: Number(r.quotaDay), events: Number(r.events), abandonments: Number(r.abandonments) });
+    }
+    return out;
+  }
+
+  /** Claims still pending of these email keys, oldest first. */
+  async claims(keys: Map<string, Set<string>>, now: Date): Promise<StoredClaim[]> {
+    if (!hasShopKeys(keys)) return [];
+    return this.db.$queryRaw<StoredClaim[]>(Prisma.sql`
+      SELECT "shopId", "clientId", "emailKey" FROM "PixelClaim"
+      WHERE "expiresAt" > ${this.sql.ts(now)} AND (${whereKeys(keys, 'emailKey')}) ORDER BY "claimedAt"`);
+  }
+
+  /** Source ids the shop already has (a repeated view within the hour, an event seen before). */
+  async existing(shopId: string, sourceIds: string[]): Promise<Set<string>> {
+    if (sourceIds.length === 0) return new Set();
+    const rows = await this.db.$queryRaw<Array<{ sourceId: string }>>(
+      Prisma.sql`SELECT "sourceId" FROM "OutboxMessage" WHERE "shopId" = ${shopId} AND "sourceId" IN (${Prisma.join(sourceIds)})`,
+    );
+    return new Set(rows.map((r) => r.sourceId));
+  }
+
+  /** Applies a batch's plan in the caller's transaction (raw SQL: set-based, one statement per kind). */
+  async write(tx: Tx, plan: PixelPlan, now: Date): Promise<void> {
+    const clients = (rows: Array<{ shopId: string; clientId: string }>) => whereKeys(clientsByShop(rows), 'clientId');
+    const gone = [...plan.forget, ...plan.stitched];
+    if (gone.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelEvent" WHERE ${clients(gone)}`);
+    // a client's claim goes once settled; a new one replaces the one it had
+    const settled = [...plan.forget, ...plan.claimsDone, ...plan.claims];
+    if (settled.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelClaim" WHERE ${clients(settled)}`);
+    // a visitor written again replaces the row it had
+    const visitorsGone = [...plan.forget, ...plan.visitors];
+    if (visitorsGone.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelVisitor" WHERE ${clients(visitorsGone)}`);
+    const { provider } = this.sql;
+    await insertRows(tx, provider, 'PixelVisitor', plan.visitors);
+    await insertRows(tx, provider, 'PixelEvent', plan.waiting);
+    await insertRows(tx, provider, 'PixelClaim', plan.claims);
+    await this.writeShoppers(tx, plan);
+    await upsertRows(tx, provider, 'PixelStat', sumStats(plan.stats), (s) => keyOf(s.shopId, String(s.hour)), Prisma.sql`${Prisma.raw(
+      ` ON CONFLICT ("shopId", "hour") DO UPDATE SET ${STAT_COUNTS.map((c) => `"${c}" = "PixelStat"."${c}" + excluded."${c}"`).join(', ')}`,
+    )}`);
+    const stamped = (row: object) => setColumns(provider, { ...row, updatedAt: now });
+    const pending = Prisma.join(PENDING);
+    const reasons = new Map<string, number[]>();
+    for (const c of plan.cancels) reasons.set(c.reason, [...(reasons.get(c.reason) ?? []), c.id]);
+    for (const [reason, ids] of reasons) {
+      await tx.$executeRaw(Prisma.sql`
+        UPDATE "OutboxMessage" SET ${stamped({ status: 'cancelled', lastError: reason })}
+        WHERE "id" IN (${Prisma.join(ids)}) AND "status" IN (${pending})`);
+    }
+    for (const u of plan.updates) {
+      // only while still pending: a message already being sent is left as it is
+      await tx.$executeRaw(Prisma.sql`
+        UPDATE "OutboxMessage" SET ${stamped({ body: u.body, runAt: u.runAt, dueAt: u.runAt })}
+        WHERE "id" = ${u.id} AND "status" IN (${pending})`);
+    }
+    await insertMessages(tx, provider, plan.inserts, now);
+  }
+
+  /** Trust and quota rows: vouches, then negative lookups (never over a live vouch), then the day's counts. */
+  private async writeShoppers(tx: Tx, plan: PixelPlan): Promise<void> {
+    const { provider } = this.sql;
+    const key = (r: { shopId: string; emailKey: string }) => keyOf(r.shopId, r.emailKey);
+    const head = Prisma.raw(' ON CONFLICT ("shopId", "emailKey") DO UPDATE SET ');
+    const trust = Prisma.raw('"state" = excluded."state", "source" = excluded."source", "checkedAt" = excluded."checkedAt", "expiresAt" = excluded."expiresAt"');
+    await upsertRows(tx, provider, 'PixelShopper', plan.vouches.map((v) => ({ ...v, state: 'vouched' })), key, Prisma.sql`${head}${trust}`);
+    await upsertRows(tx, provider, 'PixelShopper', plan.unknown.map((u) => ({ ...u, state: 'unknown', source: 'admin_api' })), key,
+      Prisma.sql`${head}${trust} WHERE "PixelShopper"."state" <> 'vouched' OR "PixelShopper"."expiresAt" <= excluded."checkedAt"`);
+    // an identified visitor's email was vouched when it identified: a row that expired since comes back as such
+    await upsertRows(tx, provider, 'PixelShopper', plan.quotas.map((q) => ({ ...q, state: 'vouched', source: 'identity' })), key,
+      Prisma.sql`${head}${Prisma.raw('"quotaDay" = excluded."quotaDay", "events" = excluded."events", "abandonments" = excluded."abandonments"')}`);
+  }
+}
+
+const STAT_COUNTS = ['pending', 'vouched', 'dropped', 'limited'] as const;
+
+/** One row per shop and hour, the increments added up. */
+function sumStats(rows: PixelPlan['stats']): PixelPlan['stats'] {
+  const out = new Map<string, PixelPlan['stats'][number]>();
+  for (const r of rows) {
+    const k = keyOf(r.shopId, String(r.hour));
+    const cur = out.get(k);
+    if (!cur) out.set(k, { ...r });
+    else for (const c of STAT_COUNTS) cur[c] += r[c];
+  }
+  return [...out.values()].filter((r) => STAT_COUNTS.some((c) => r[c] !== 0));
+}
+
+/**
+ * Multi-row INSERTs with a conflict clause, in the caller's transaction; a row whose `key` repeats
+ * counts once (the last), since one statement may not change a row twice. Dates as insertRows writes them.
+ */
+async function upsertRows<T extends object>(tx: Tx, provider: 'sqlite' | 'postgres', table: string, rows: readonly T[], key: (r: T) => string, conflict: Prisma.Sql): Promise<void> {
+  const unique = [...new Map(rows.map((r) => [key(r), r])).values()];
+  if (unique.length === 0) return;
+  const columns = Object.keys(unique[0]!);
+  const value = (v: unknown) => (v instanceof Date && provider === 'sqlite' ? v.getTime() : v ?? null);
+  for (let from = 0; from < unique.length; from += 500) {
+    const values = unique.slice(from, from + 500).map((r) => Prisma.sql`(${Prisma.join(columns.map((c) => value((r as Record<string, unknown>)[c])))})`);
+    await tx.$executeRaw(Prisma.sql`${Prisma.raw(`INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) VALUES `)}${Prisma.join(values)}${conflict}`);
+  }
+}
+
+/** Client ids grouped by shop. */
+function clientsByShop(rows: Array<{ shopId: string; clientId: string }>): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const r of rows) out.set(r.shopId, (out.get(r.shopId) ?? new Set()).add(r.clientId));
+  return out;
+}

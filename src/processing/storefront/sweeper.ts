@@ -1,0 +1,118 @@
+// Waiting storefront state expires: anonymous events past their window (never identified, so
+// never sent), identities not seen for PIXEL_IDENTITY_DAYS, claims to an email Shopify never
+// vouched for (counted per shop and hour for the admin page), vouched and unknown emails past their
+// time, and the hourly counts once older than two days. DELETEs on each table's expiresAt index,
+// every few minutes: what waits costs no CPU, whatever the number of visitors. A day of anonymous
+// traffic is millions of rows, so each DELETE takes the oldest `chunk` or so, and the event loop
+// turns between them (on SQLite a statement holds it until done).
+import { Prisma } from '@prisma/client';
+import type { Db } from '../../db/client';
+import { inChunks } from '../../db/raw';
+import type { Logger } from '../../observability/logger';
+import type { Metrics } from '../../observability/metrics';
+
+export interface PixelSweeperDeps {
+  db: Db;
+  logger: Logger;
+  metrics: Metrics;
+  now: () => Date;
+  everyMs?: number;
+  /** Rows per DELETE, about (rows that expire at the same instant go together). */
+  chunk?: number;
+}
+
+export interface SweepResult {
+  events: number;
+  visitors: number;
+  claims: number;
+  shoppers: number;
+}
+
+const HOUR_MS = 3_600_000;
+const STATS_KEPT_HOURS = 48;
+
+export interface PixelSweeper {
+  /** Deletes what expired by now; returns how many rows of each kind. */
+  sweep(): Promise<SweepResult>;
+  start(): void;
+  stop(): void;
+}
+
+export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> = Promise.resolve();
+  const chunk = Math.max(1, deps.chunk ?? 5000);
+  /** Rows expired by `at`, through the expiresAt index: each DELETE up to the `chunk`-th oldest expiry. */
+  const deleteExpired = (
+    table: {
+      /** The expiresAt of the `skip`-th oldest row expired by `at`, if there are that many. */
+      edge(at: Date, skip: number): Promise<{ expiresAt: Date } | null>;
+      deleteUpTo(at: Date): Promise<{ count: number }>;
+    },
+    at: Date,
+  ): Promise<number> =>
+    inChunks(async () => {
+      const edge = await table.edge(at, chunk - 1);
+      const { count } = await table.deleteUpTo(edge ? edge.expiresAt : at);
+      return { count, more: edge !== null };
+    });
+  const events = {
+    edge: (at: Date, skip: number) => deps.db.pixelEvent.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
+    deleteUpTo: (at: Date) => deps.db.pixelEvent.deleteMany({ where: { expiresAt: { lte: at } } }),
+  };
+  const visitors = {
+    edge: (at: Date, skip: number) => deps.db.pixelVisitor.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
+    deleteUpTo: (at: Date) => deps.db.pixelVisitor.deleteMany({ where: { expiresAt: { lte: at } } }),
+  };
+  const shoppers = {
+    edge: (at: Date, skip: number) => deps.db.pixelShopper.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
+    deleteUpTo: (at: Date) => deps.db.pixelShopper.deleteMany({ where: { expiresAt: { lte: at } } }),
+  };
+  /** Claims never vouched for: counted per shop (in the hour of the sweep), then deleted, a chunk at a time. */
+  const claims = {
+    edge: (at: Date, skip: number) => deps.db.pixelClaim.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
+    deleteUpTo: (at: Date) =>
+      deps.db.$transaction(async (tx) => {
+        const byShop = await tx.pixelClaim.groupBy({ by: ['shopId'], where: { expiresAt: { lte: at } }, _count: { _all: true } });
+        if (byShop.length === 0) return { count: 0 };
+        const hour = Math.floor(deps.now().getTime() / HOUR_MS);
+        for (const { shopId, _count } of byShop) {
+          await tx.$executeRaw(Prisma.sql`
+            INSERT INTO "PixelStat" ("shopId", "hour", "expired") VALUES (${shopId}, ${hour}, ${_count._all})
+            ON CONFLICT ("shopId", "hour") DO UPDATE SET "expired" = "PixelStat"."expired" + excluded."expired"`);
+        }
+        return tx.pixelClaim.deleteMany({ where: { expiresAt: { lte: at } } });
+      }),
+  };
+  async function sweep(): Promise<SweepResult> {
+    const at = deps.now();
+    const expired = {
+      events: await deleteExpired(events, at), visitors: await deleteExpired(visitors, at),
+      claims: await deleteExpired(claims, at), shoppers: await deleteExpired(shoppers, at),
+    };
+    await deps.db.pixelStat.deleteMany({ where: { hour: { lt: Math.floor(at.getTime() / HOUR_MS) - STATS_KEPT_HOURS } } });
+    if (expired.events) deps.metrics.pixelEvents.inc({ outcome: 'expired' }, expired.events);
+    if (expired.claims) deps.metrics.pixelClaims.inc({ outcome: 'expired' }, expired.claims);
+    if (expired.events || expired.visitors || expired.claims) deps.logger.info(expired, 'storefront: expired anonymous events, identities and unvouched claims deleted');
+    return expired;
+  }
+  const sweeper: PixelSweeper = {
+    sweep: () => {
+      const p = running.then(sweep, sweep);
+      running = p.catch(() => undefined);
+      return p;
+    },
+    start() {
+      if (timer) return;
+      timer = setInterval(() => {
+        sweeper.sweep().catch((err: unknown) => deps.logger.warn({ err: (err as Error).message }, 'storefront expiry sweep failed; retried at the next tick'));
+      }, deps.everyMs ?? 5 * 60_000);
+      timer.unref();
+    },
+    stop() {
+      clearInterval(timer);
+      timer = undefined;
+    },
+  };
+  return sweeper;
+}
