@@ -1,6 +1,7 @@
 // The only reader of process.env. Turns the environment into a typed Config, or stops start-up
 // with one line naming the variable at fault (section 1 of the app contract).
 import { z } from 'zod';
+import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/app';
 import type { ClassPolicy } from './outbox/classes';
 
 export class ConfigError extends Error {
@@ -24,7 +25,6 @@ export const SANDBOX_DEFAULTS = {
 export const DEFAULT_SCOPES = 'read_orders,read_customers,read_checkouts,read_fulfillments';
 
 /** The HTTP servers' limits on a client unless HTTP_*_TIMEOUT_MS say otherwise (see createHttpServer). */
-export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 65_000 };
 
 const url = (name: string) =>
   z.string().refine((v) => {
@@ -164,14 +164,6 @@ export interface Config {
   };
 }
 
-export interface HttpTimeouts {
-  /** A request's headers must have arrived this long after its first byte (slow clients are cut off with 408). */
-  headersMs: number;
-  /** A whole request, body included, must have arrived this long after its first byte. */
-  requestMs: number;
-  /** An idle kept-alive connection is closed after this long. */
-  keepAliveMs: number;
-}
 
 type Env = Record<string, string | undefined>;
 

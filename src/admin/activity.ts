@@ -2,6 +2,7 @@
 // manual retry, the test event, and stats.
 import { Prisma, type OutboxMessage } from '@prisma/client';
 import type { Db, DbProvider } from '../db/client';
+import { dialectOf } from '../db/dialects';
 import { buildTestEvent } from '../mapping';
 import { HISTORY } from '../outbox/classes';
 import type { OutboxRepository } from '../outbox/repository';
@@ -128,7 +129,7 @@ export function createActivity(deps: ActivityDeps) {
       // latency of live events only: an import's backlog would read as minutes of "latency"
       const live24h = await db.outboxMessage.count({ where: { shopId, status: 'delivered', deliveryClass: { lt: HISTORY }, deliveredAt: { gte: since }, latencyMs: { not: null } } });
       const [p50, p95] = await Promise.all([percentile(shopId, since, live24h, 0.5), percentile(shopId, since, live24h, 0.95)]);
-      const hourExpr = Prisma.raw(deps.provider === 'postgres' ? `(EXTRACT(EPOCH FROM "deliveredAt") * 1000)::bigint / 3600000` : `"deliveredAt" / 3600000`);
+      const hourExpr = Prisma.raw(dialectOf(deps.provider).epochHour('"deliveredAt"'));
       const hours = await sql.query<{ h: bigint | number; n: bigint | number }>(Prisma.sql`
         SELECT ${hourExpr} AS h, COUNT(*) AS n FROM "OutboxMessage"
         WHERE "shopId" = ${shopId} AND "status" = 'delivered' AND "deliveredAt" >= ${sql.ts(since)}

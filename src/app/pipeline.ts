@@ -14,7 +14,7 @@ import type { Metrics } from '../observability/metrics';
 import { ShopQueue, type DueEntry } from '../outbox/due';
 import type { Pacer } from '../outbox/pacer';
 import type { OutboxRepository } from '../outbox/repository';
-import { createWakeups, type Wakeups } from '../db/wakeups';
+import { wakeupsOf, type Wakeups } from '../db/wakeups';
 import { DeliveryWorker, type WorkerDeps } from '../outbox/worker';
 import type { ServiceClient } from '../integrations/service/types';
 import { createForwardReceipts, type EnrichItems, type ForwardDeps } from '../processing/forward/forward-receipts';
@@ -65,14 +65,14 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
   const { config, db, logger, metrics, now } = deps;
   const provider = config.dbProvider;
   const raw = rawOf(db);
-  const wakeups = createWakeups({ logger, pg: raw.provider === 'postgres' ? { pool: raw.lazy, connectionString: config.databaseUrl } : undefined });
+  const wakeups = wakeupsOf(db, config.databaseUrl, { logger });
   const queue = new ShopQueue(db, provider);
   const receipts = new ReceiptStore(db, provider);
 
   const intake = createIntake({ receipts, onStored: () => wakeups.publish('receipts') });
 
-  // SQLite has no NOTIFY: processes sharing one file find each other's work by polling, often
-  const safetyPollMs = provider === 'sqlite' ? 1_000 : undefined;
+  // without NOTIFY (SQLite), processes sharing one database find each other's work by polling, often
+  const safetyPollMs = wakeups.reachesOtherProcesses ? undefined : 1_000;
   const erasure = createErasure(db, logger);
   const worker = new DeliveryWorker({
     db, repo: deps.repo, queue, pacer: deps.pacer, client: deps.client, secrets: deps.secrets, metrics, logger, now,

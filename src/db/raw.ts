@@ -5,6 +5,9 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import type { DbProvider, RawDb } from './client';
+import type { Dialect } from './dialect';
+import { POSTGRES } from './postgres/dialect';
+import { SQLITE } from './sqlite/dialect';
 
 export interface RawStatement<R> {
   /**
@@ -21,7 +24,7 @@ const paramsOf = (params: unknown[] | (() => unknown[])) => (typeof params === '
  * Builds a statement's SQL for a provider. `p(n, pgType?)` is parameter n (1-based) of run()'s
  * array, cast to pgType on PostgreSQL; a parameter may appear several times.
  */
-export type StatementBuilder = (p: Param, provider: DbProvider) => string;
+export type StatementBuilder = (p: Param, d: Dialect) => string;
 export type Param = (n: number, pgType?: string) => string;
 
 /**
@@ -31,14 +34,14 @@ export type Param = (n: number, pgType?: string) => string;
  * a FROM. Run it with runRows(). The delivery worker's lanes make their statements together
  * this way (db/group-commit.ts, Coalescer).
  */
-export function perRow(build: (col: Param, rows: string | null, provider: DbProvider) => string): StatementBuilder {
-  return (p, provider) => {
-    if (provider !== 'postgres') return build(p, null, provider);
+export function perRow(build: (col: Param, rows: string | null, d: Dialect) => string): StatementBuilder {
+  return (p, d) => {
+    if (!d.sharesRoundTrips) return build(p, null, d);
     const types = new Map<number, string>();
     const col: Param = (n, type) => (types.set(n, type ?? 'text'), `"v"."p${n}"`);
-    build(col, '', provider);
+    build(col, '', d);
     const ns = [...types.keys()].sort((a, b) => a - b);
-    return build(col, `unnest(${ns.map((n) => p(n, `${types.get(n)!}[]`)).join(', ')}) AS "v"(${ns.map((n) => `"p${n}"`).join(', ')})`, provider);
+    return build(col, `unnest(${ns.map((n) => p(n, `${types.get(n)!}[]`)).join(', ')}) AS "v"(${ns.map((n) => `"p${n}"`).join(', ')})`, d);
   };
 }
 
@@ -110,7 +113,7 @@ export function compileSqlite(build: StatementBuilder): SqliteStatement {
   const order: number[] = [];
   // better-sqlite3 binds JS numbers as REAL: integer columns and arithmetic need the cast
   const integral = new Set(['bigint', 'integer', 'int', 'timestamp']);
-  const text = build((n, type) => (order.push(n), type && integral.has(type) ? 'CAST(? AS INTEGER)' : '?'), 'sqlite');
+  const text = build((n, type) => (order.push(n), type && integral.has(type) ? 'CAST(? AS INTEGER)' : '?'), SQLITE);
   return { text, order };
 }
 
@@ -142,7 +145,7 @@ export function prepare<R>(raw: RawDb, name: string, build: StatementBuilder, op
     const st = compileSqlite(build);
     return { run: (params) => raw.exclusive((conn) => execCompiled<R>(conn, name, st, paramsOf(params)).rows) };
   }
-  const text = build((n, type) => (type ? `$${n}::${type}` : `$${n}`), 'postgres');
+  const text = build((n, type) => (type ? `$${n}::${type}` : `$${n}`), POSTGRES);
   const query = (values: unknown[]) => ({ ...(opts.replan ? {} : { name }), text, values, types: PG_TYPES });
   const pool = opts.lazyCommit ? raw.lazy : raw.pool;
   return {

@@ -6,6 +6,7 @@
 // safety poll, and every reconnect wakes everyone once.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { rawOf, type Db } from './client';
 import { Backoff, LOOP_BACKOFF } from '../lib/backoff';
 import type { Logger } from '../observability/logger';
 
@@ -18,6 +19,8 @@ export interface Wakeups {
   subscribe(channel: Channel, fn: () => void): void;
   /** Starts listening to other processes (worker roles only). */
   listen(): Promise<void>;
+  /** Whether other processes hear of this process's work (NOTIFY); without it they must poll for it. */
+  readonly reachesOtherProcesses: boolean;
   close(): Promise<void>;
 }
 
@@ -33,6 +36,12 @@ export interface WakeupsOptions {
    * stream of commits costs other processes a wake-up every few ms, not one per commit.
    */
   notifyGapMs?: number;
+}
+
+/** The wake-ups of a client's database: NOTIFY / LISTEN between processes on PostgreSQL, in process on SQLite. */
+export function wakeupsOf(db: Db, connectionString: string, opts: Omit<WakeupsOptions, 'pg'>): Wakeups {
+  const raw = rawOf(db);
+  return createWakeups({ ...opts, pg: raw.provider === 'postgres' ? { pool: raw.lazy, connectionString } : undefined });
 }
 
 export function createWakeups(opts: WakeupsOptions): Wakeups {
@@ -108,6 +117,7 @@ export function createWakeups(opts: WakeupsOptions): Wakeups {
   }
 
   return {
+    reachesOtherProcesses: Boolean(opts.pg),
     publish(channel) {
       fire(channel);
       if (!opts.pg || closed) return;

@@ -3,7 +3,6 @@
 // createHttpServer(app, timeouts): the HTTP server for either.
 import http from 'node:http';
 import express, { type ErrorRequestHandler, type Router } from 'express';
-import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from '../config';
 import type { Db } from '../db/client';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
@@ -76,6 +75,17 @@ export const TIMEOUT_CHECK_MS = 1_000;
  * process for 8–12 ms, against 0.7 ms for a plain Node server. Made with that prototype already,
  * express's call changes nothing.
  */
+export interface HttpTimeouts {
+  /** A request's headers must have arrived this long after its first byte (slow clients are cut off with 408). */
+  headersMs: number;
+  /** A whole request, body included, must have arrived this long after its first byte. */
+  requestMs: number;
+  /** An idle kept-alive connection is closed after this long. */
+  keepAliveMs: number;
+}
+
+export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 65_000 };
+
 export function createHttpServer(app: express.Express, timeouts: HttpTimeouts = DEFAULT_HTTP_TIMEOUTS): http.Server {
   const proto = app as unknown as { request: object; response: object };
   function AppRequest(socket: unknown) {

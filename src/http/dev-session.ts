@@ -1,7 +1,6 @@
 // Sandbox only: App Bridge-shaped session tokens for the simulated shop, so the embedded page
 // works in a plain browser during `npm run dev`. Refuses to exist in production.
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Config } from '../config';
 
 export const DEV_TOKEN_TTL_SEC = 60;
 
@@ -15,7 +14,14 @@ const b64url = (s: string) => Buffer.from(s).toString('base64url');
  * dest = https://{shop}, iss = https://{shop}/admin, valid DEV_TOKEN_TTL_SEC seconds.
  * Throws for a production config, so a production composition root cannot build one.
  */
-export function createDevSessionMinter(config: Config, ttlSec = DEV_TOKEN_TTL_SEC): (shop: string) => string {
+/** The settings a dev session token is minted from (the app's Config has them). */
+export interface DevSessionConfig {
+  sandbox: boolean;
+  production: boolean;
+  shopify: { apiKey: string; apiSecret: string };
+}
+
+export function createDevSessionMinter(config: DevSessionConfig, ttlSec = DEV_TOKEN_TTL_SEC): (shop: string) => string {
   if (config.production || !config.sandbox) throw new Error('dev session tokens exist only in sandbox mode');
   const { apiKey, apiSecret } = config.shopify;
   return (shop: string) => {

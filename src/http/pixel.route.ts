@@ -17,7 +17,7 @@ import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { clientAddress, ipKey } from '../intake/client-ip';
 import type { PixelKeys } from '../intake/pixel-keys';
-import { TokenBuckets } from '../intake/rate-limit';
+import { TokenBuckets } from '../lib/rate-limit';
 import { sendError } from './errors';
 import { looksLikeJsonObject } from './webhooks.route';
 

@@ -5,7 +5,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import express, { Router, type Request, type Response } from 'express';
-import type { Config } from '../config';
 import { EVENT_TABLE, STOREFRONT_EVENT_TABLE } from '../mapping';
 import { CONTACT_PROPERTY_DEFAULTS, CONTACT_PROPERTIES, EVENT_DEFAULTS, EVENT_NAMES } from '../settings/settings';
 import { OPTIONAL_SCOPES } from '../integrations/shopify/scopes';
@@ -23,7 +22,7 @@ export interface SandboxLink {
 }
 
 export interface UiRoutesDeps {
-  config: Config;
+  config: { sandbox: boolean; production: boolean; shopify: { apiKey: string } };
   /** Sandbox only (ignored in production): mints a session token for a simulated shop. */
   mintDevSessionToken?: (shop: string) => string;
   /** Sandbox only: sends a signed sample webhook of `topic` for `shop` through the simulated shop. */

@@ -6,7 +6,7 @@
 // but that bounded, short-lived "looked up at" mark.
 import type { Db } from '../db/client';
 import type { Logger } from '../observability/logger';
-import { TokenBuckets } from './rate-limit';
+import { TokenBuckets } from '../lib/rate-limit';
 
 export interface PixelKeysOptions {
   refreshMs?: number;

@@ -3,8 +3,9 @@
 // order per partition and marks them processed, erasing the raw body. Kept for the dedupe
 // window, then deleted.
 import { Prisma, type WebhookReceipt } from '@prisma/client';
-import { commitsOnDisk, rawOf, type Db, type DbProvider } from '../db/client';
-import { inChunks, prepare, rawDate, rawTimestamp, runSqlite } from '../db/raw';
+import { commitsOnDisk, type Db, type DbProvider } from '../db/client';
+import { inChunks, rawDate, rawTimestamp } from '../db/raw';
+import { insertReceipts, pendingReceipts } from '../db/receipts';
 import type { SqlTx } from '../db/transaction';
 import { Sql } from '../db/sql';
 
@@ -45,51 +46,6 @@ export function partitionOf(shopDomain: string): number {
   return (h >>> 0) % PARTITIONS;
 }
 
-const COLUMNS = ['webhookId', 'shopDomain', 'topic', 'kind', 'body', 'apiVersion', 'triggeredAt', 'receivedAt', 'partition'] as const;
-const QUOTED_COLUMNS = COLUMNS.map((c) => `"${c}"`).join(', ');
-const INSERT_HEAD = `INSERT INTO "WebhookReceipt" (${QUOTED_COLUMNS})`;
-const INSERT_TAIL = `ON CONFLICT ("webhookId") DO NOTHING RETURNING "webhookId"`;
-// PostgreSQL: a multi-row VALUES with one parameter per value, so a raw body goes to the server
-// as it is. (An unnest over text arrays, as before, made pg escape every body into an array
-// literal and the server parse it back: per 3-KB row, 62 against 28 us of the app's CPU and 107
-// against 70 us of the rest (server and round trip); and 30% of the bytes a webhook request
-// allocated in the ingest benchmark.) One text per bucket of rows (a power of two, so at most
-// 10 statements per connection), padded with rows of NULLs that the WHERE drops; each bucket is
-// prepared once per connection.
-const PG_TYPES_OF: Record<(typeof COLUMNS)[number], string> = {
-  webhookId: 'text', shopDomain: 'text', topic: 'text', kind: 'text', body: 'text', apiVersion: 'text', triggeredAt: 'timestamp', receivedAt: 'timestamp', partition: 'int',
-};
-/** Rows in the PostgreSQL statement that carries `rows` rows: the next power of two. */
-export const pgInsertBucket = (rows: number): number => 2 ** Math.ceil(Math.log2(Math.max(1, rows)));
-/** A bucket's text, built once per process: a 512-row one took 0.4 ms, on the group commit's path. */
-const pgInsertTexts = new Map<number, string>();
-function pgInsertText(bucket: number): string {
-  let text = pgInsertTexts.get(bucket);
-  if (text === undefined) {
-    const row = (r: number) => `(${COLUMNS.map((c, i) => `$${r * COLUMNS.length + i + 1}::${PG_TYPES_OF[c]}`).join(', ')})`;
-    text = `${INSERT_HEAD}
-  SELECT * FROM (VALUES ${Array.from({ length: bucket }, (_, r) => row(r)).join(', ')}) AS "v" (${QUOTED_COLUMNS})
-  WHERE "v"."webhookId" IS NOT NULL
-  ${INSERT_TAIL}`;
-    pgInsertTexts.set(bucket, text);
-  }
-  return text;
-}
-
-const PENDING_COLUMNS = `"id", "webhookId", "shopDomain", "topic", "kind", "body", "apiVersion", "triggeredAt", "receivedAt"`;
-// PostgreSQL, parameters: 1 partitions, 2 limit. Each partition's oldest through the
-// (partition, processedAt, id) index, then the oldest of those: a deep backlog is never sorted.
-const PG_PENDING = `
-  SELECT "r".* FROM unnest($1::int[]) AS "t" ("p"), LATERAL (
-    SELECT ${PENDING_COLUMNS} FROM "WebhookReceipt" WHERE "partition" = "t"."p" AND "processedAt" IS NULL ORDER BY "id" LIMIT $2
-  ) AS "r" ORDER BY "r"."id" LIMIT $2`;
-// SQLite has no LATERAL: the same as a UNION ALL, one text per number of partitions.
-const sqlitePending = (partitions: number) => `
-  SELECT * FROM (${Array.from({ length: partitions }, () => `SELECT * FROM (SELECT ${PENDING_COLUMNS} FROM "WebhookReceipt" WHERE "partition" = CAST(? AS INTEGER) AND "processedAt" IS NULL ORDER BY "id" LIMIT CAST(? AS INTEGER))`).join(' UNION ALL ')})
-  ORDER BY "id" LIMIT CAST(? AS INTEGER)`;
-
-type PendingRow = Omit<PendingReceipt, 'triggeredAt' | 'receivedAt'> & { triggeredAt: unknown; receivedAt: unknown };
-
 export class ReceiptStore {
   private readonly sql: Sql;
 
@@ -109,19 +65,7 @@ export class ReceiptStore {
     if (receipts.length === 0) return new Set();
     const ts = (d: Date | null) => (d === null ? null : rawTimestamp(this.provider, d));
     const rows = receipts.map((r) => [r.webhookId, r.shopDomain, r.topic, r.kind, r.body, r.apiVersion, ts(r.triggeredAt), ts(r.receivedAt), partitionOf(r.shopDomain)]);
-    const raw = rawOf(this.db);
-    let inserted: Array<{ webhookId: string }>;
-    if (raw.provider === 'sqlite') {
-      // a multi-row VALUES statement per group size, prepared once and cached on the connection
-      const values = `(${COLUMNS.map(() => '?').join(', ')})`;
-      const text = `${INSERT_HEAD} VALUES ${Array.from({ length: rows.length }, () => values).join(', ')} ${INSERT_TAIL}`;
-      inserted = await raw.exclusive((conn) => runSqlite<{ webhookId: string }>(conn, `receipts_insert_${rows.length}`, text, rows.flat()));
-    } else {
-      const bucket = pgInsertBucket(rows.length);
-      const padding = new Array<null>((bucket - rows.length) * COLUMNS.length).fill(null);
-      const text = pgInsertText(bucket);
-      inserted = await prepare<{ webhookId: string }>(raw, `receipts_insert_${bucket}`, () => text).run([...rows.flat(), ...padding]);
-    }
+    const inserted = await insertReceipts(this.db, rows);
     return new Set(inserted.map((r) => r.webhookId));
   }
 
@@ -137,15 +81,10 @@ export class ReceiptStore {
   /** Stage 2: the oldest pending receipts of some partitions, in arrival order (one prepared statement). */
   async pending(partitions: number[], limit: number): Promise<PendingReceipt[]> {
     if (partitions.length === 0) return [];
-    const raw = rawOf(this.db);
-    const rows =
-      raw.provider === 'sqlite'
-        ? await raw.exclusive((conn) =>
-            runSqlite<PendingRow>(conn, `receipts_pending_${partitions.length}`, sqlitePending(partitions.length), [...partitions.flatMap((p) => [p, limit]), limit]),
-          )
-        : await prepare<PendingRow>(raw, 'receipts_pending', () => PG_PENDING).run([partitions, limit]);
+    const rows = await pendingReceipts(this.db, partitions, limit);
     return rows.map((r) => ({
-      id: Number(r.id), webhookId: r.webhookId, shopDomain: r.shopDomain, topic: r.topic, kind: r.kind, body: r.body, apiVersion: r.apiVersion,
+      id: Number(r.id), webhookId: String(r.webhookId), shopDomain: String(r.shopDomain), topic: String(r.topic), kind: String(r.kind),
+      body: r.body === null ? null : String(r.body), apiVersion: r.apiVersion === null ? null : String(r.apiVersion),
       triggeredAt: rawDate(r.triggeredAt), receivedAt: rawDate(r.receivedAt)!,
     }));
   }

@@ -8,6 +8,7 @@
 //   and the lane looks again. A missed lowering is found by the slow reconcile (and logged).
 import { Prisma } from '@prisma/client';
 import { rawOf, type Db, type DbProvider } from '../db/client';
+import { dialectOf } from '../db/dialects';
 import { perRowCall } from '../db/group-commit';
 import { perRow, prepare, rawDate, rawTimestamp, runRows, type RawStatement, type StatementBuilder } from '../db/raw';
 import type { SqlTx } from '../db/transaction';
@@ -40,12 +41,12 @@ export async function lowerDue(client: Client, provider: DbProvider, entries: Du
 }
 
 // Parameters: 1 worker, 2 leased until, 3 now, 4 limit. Served by the dueAt index.
-const LEASE: StatementBuilder = (p, provider) => `
+const LEASE: StatementBuilder = (p, d) => `
   UPDATE "ShopDue" SET "leasedBy" = ${p(1)}, "leasedUntil" = ${p(2, 'timestamp')}
   WHERE "shopId" IN (
     SELECT "shopId" FROM "ShopDue"
     WHERE "dueAt" <= ${p(3, 'timestamp')} AND ("leasedUntil" IS NULL OR "leasedUntil" < ${p(3, 'timestamp')})
-    ORDER BY "dueAt" LIMIT ${p(4, 'integer')} ${provider === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : ''}
+    ORDER BY "dueAt" LIMIT ${p(4, 'integer')} ${d.skipLocked()}
   ) RETURNING "shopId"`;
 // Parameter 1: now.
 const NEXT_WAKE: StatementBuilder = (p) => `
@@ -123,10 +124,10 @@ export class ShopQueue {
   async lease<R extends { shopId: string } = never>(workerId: string, limit: number, now: Date, leaseMs: number, read?: LeaseRead): Promise<Array<LeasedShop<R>>> {
     if (limit <= 0) return [];
     const params = [workerId, rawTimestamp(this.provider, new Date(now.getTime() + leaseMs)), rawTimestamp(this.provider, now), limit];
-    if (read && this.provider === 'postgres') {
+    if (read && dialectOf(this.provider).updateInWith) {
       let statement = this.readingLeases.get(read.name);
       if (!statement) {
-        statement = prepare(rawOf(this.db), read.name, (p, provider) => `WITH "leased" AS (${LEASE(p, provider)}) ${read.select('"leased"')}`, { lazyCommit: true });
+        statement = prepare(rawOf(this.db), read.name, (p, d) => `WITH "leased" AS (${LEASE(p, d)}) ${read.select('"leased"')}`, { lazyCommit: true });
         this.readingLeases.set(read.name, statement);
       }
       return (await statement.run(params)).map((row) => ({ shopId: row.shopId, row: row as R }));

@@ -26,7 +26,7 @@ import { Sql } from '../db/sql';
 // workspace's own requests from another integration's (observe). Per row: on PostgreSQL the takes of concurrent lanes go in one statement, one row per
 // workspace (Coalescer). SET expressions all read the row as it was before the update.
 const USAGE_COLUMNS = ['usageCritical', 'usageTriggers', 'usageBehaviour', 'usageHistory'] as const;
-const TAKE = perRow((c, rows, provider) => {
+const TAKE = perRow((c, rows, d) => {
   // a function, not a string: each use must declare its parameters (SQLite binds them in order)
   const ok = () => `"nextSendUs" <= ${c(1, 'bigint')} AND ("pausedUntil" IS NULL OR "pausedUntil" <= ${c(2, 'timestamp')})`;
   const second = () => `(${c(1, 'bigint')} / 1000000)`;
@@ -35,7 +35,7 @@ const TAKE = perRow((c, rows, provider) => {
   return `
   UPDATE "WorkspacePacer" SET
     "nextSendUs" = CASE WHEN ${ok()}
-      THEN ${provider === 'postgres' ? 'GREATEST' : 'MAX'}("nextSendUs", ${c(1, 'bigint')} - ${c(3, 'bigint')}) + ((${c(4, 'bigint')} + "limitPerSec" - 1) / "limitPerSec") ELSE "nextSendUs" END,
+      THEN ${d.greatest('"nextSendUs"', `${c(1, 'bigint')} - ${c(3, 'bigint')}`)} + ((${c(4, 'bigint')} + "limitPerSec" - 1) / "limitPerSec") ELSE "nextSendUs" END,
     ${USAGE_COLUMNS.map(usage).join(',\n    ')},
     "takesLastSecond" = CASE WHEN NOT (${ok()}) THEN "takesLastSecond" WHEN ${second()} = "takeSecond" + 1 THEN "takesThisSecond" WHEN ${second()} = "takeSecond" THEN "takesLastSecond" ELSE 0 END,
     "takesThisSecond" = CASE WHEN NOT (${ok()}) THEN "takesThisSecond" WHEN ${second()} = "takeSecond" THEN "takesThisSecond" + 1 ELSE 1 END,
@@ -50,12 +50,18 @@ const TAKE = perRow((c, rows, provider) => {
 // 5 the take's token. Per row, as TAKE. No row back for a workspace: someone took the next send
 // meanwhile, so this one is lost.
 const REANCHOR = perRow(
-  (c, rows, provider) => `
+  (c, rows, d) => `
   UPDATE "WorkspacePacer" SET
-    "nextSendUs" = ${provider === 'postgres' ? 'GREATEST' : 'MAX'}("nextSendUs", ${c(1, 'bigint')} - ${c(2, 'bigint')} + ((${c(3, 'bigint')} + "limitPerSec" - 1) / "limitPerSec"))
+    "nextSendUs" = ${d.greatest('"nextSendUs"', `${c(1, 'bigint')} - ${c(2, 'bigint')} + ((${c(3, 'bigint')} + "limitPerSec" - 1) / "limitPerSec")`)}
   ${rows ? `FROM ${rows}` : ''} WHERE "workspaceId" = ${c(4)} AND "takenBy" = ${c(5)}
   RETURNING "workspaceId"`,
 );
+
+// A request counted after it was made: the next send waits one interval after it. Parameters:
+// 1 now (µs), 2 (1000 + guard) × 1000, 3 workspace.
+const RECORD: StatementBuilder = (p, d) => `
+  UPDATE "WorkspacePacer" SET "nextSendUs" = ${d.greatest('"nextSendUs"', p(1, 'bigint'))} + ((${p(2, 'bigint')} + "limitPerSec" - 1) / "limitPerSec")
+  WHERE "workspaceId" = ${p(3)}`;
 
 // A workspace met for the first time: its row with the default limit, unless another process
 // made it first (then nothing comes back). Parameters: 1 workspace, 2 limit, 3 now (timestamp).
@@ -154,6 +160,7 @@ export class Pacer {
   private readonly moveOne: (move: { workspaceId: string; token: string; at: () => number }) => Promise<boolean>;
   private readonly ensureStatement: RawStatement<{ limitPerSec: number }>;
   private readonly setLimitStatement: RawStatement<never>;
+  private readonly recordStatement: RawStatement<never>;
 
   constructor(db: Db, provider: DbProvider, opts: PacerOptions = {}) {
     this.sql = new Sql(db, provider);
@@ -162,6 +169,7 @@ export class Pacer {
     this.reanchorStatement = prepare(rawOf(db), 'pacer_reanchor', REANCHOR, LAZY);
     this.ensureStatement = prepare(rawOf(db), 'pacer_ensure', ENSURE, LAZY);
     this.setLimitStatement = prepare(rawOf(db), 'pacer_set_limit', SET_LIMIT, LAZY);
+    this.recordStatement = prepare(rawOf(db), 'pacer_record', RECORD, LAZY);
     this.takeOne = perRowCall(provider, { key: (t) => t.workspaceId, run: (takes) => this.runTakes(takes) });
     this.moveOne = perRowCall(provider, { key: (m) => m.workspaceId, run: (moves) => this.runMoves(moves) });
     this.guardMs = opts.guardMs ?? DEFAULT_GUARD_MS;
@@ -303,11 +311,7 @@ export class Pacer {
   async record(workspaceId: string): Promise<void> {
     await this.ensureRow(workspaceId);
     const nowMs = this.now();
-    const greatest = Prisma.raw(this.sql.provider === 'postgres' ? 'GREATEST' : 'MAX');
-    await this.sql.query(Prisma.sql`
-      UPDATE "WorkspacePacer"
-      SET "nextSendUs" = ${greatest}("nextSendUs", ${this.int(Math.round(nowMs * 1000))}) + ((${this.int(this.perSendUs)} + "limitPerSec" - 1) / "limitPerSec")
-      WHERE "workspaceId" = ${workspaceId} RETURNING "workspaceId"`);
+    await this.recordStatement.run([Math.round(nowMs * 1000), this.perSendUs, workspaceId]);
     this.noteSend(workspaceId, nowMs);
   }
 

@@ -9,8 +9,9 @@
 // delivered_unconfirmed rather than released for another send (see worker.ts).
 import { Prisma } from '@prisma/client';
 import { commitsOnDisk, rawOf, type Db, type DbProvider } from '../db/client';
-import { Coalescer, perRowCall } from '../db/group-commit';
-import { compileSqlite, execCompiled, perRow, prepare, rawDate, rawTimestamp, runRows, type Param, type RawStatement, type StatementBuilder } from '../db/raw';
+import { perRowCall } from '../db/group-commit';
+import { pairedWrite } from '../db/paired-write';
+import { perRow, prepare, rawDate, rawTimestamp, runRows, type Param, type RawStatement, type StatementBuilder } from '../db/raw';
 import type { ClassIndex } from './classes';
 import { sendCapReason } from './retry-policy';
 import { Sql } from '../db/sql';
@@ -82,24 +83,24 @@ const DUE_BY_CLASS = perRow((c, rows) => {
 // due messages of each class, oldest due first within each. Parameters: 1 worker, 2 locked until,
 // 3 now, 4 shop, 5..8 how many of each class. Only columns of the (status, shopId, deliveryClass,
 // runAt, id) index in each class's WHERE: one more (the send count) made SQLite sort the whole due
-// backlog. SQLite runs it under its one write lock; PostgreSQL: CLAIM_PG, whose outer WHERE checks
-// the status again, so a row another claimer took meanwhile is skipped, never taken twice.
+// backlog.
 const CLAIM_SET = (worker: string, until: string, now: string) =>
   `"status" = 'delivering', "attempts" = "attempts" + 1, "sends" = "sends" + 1, "lockedBy" = ${worker}, "lockedUntil" = ${until}, "updatedAt" = ${now}`;
 // functions, not strings: each use must declare its parameters (SQLite binds them in order)
 const CLAIM_DUE = (shop: () => string, now: () => string, limit: (k: number) => string) =>
   CLASSES.map((k) => `SELECT "id" FROM (${DUE_OF_CLASS(shop(), k, now())} ORDER BY "runAt", "id" LIMIT ${limit(k)}) AS "c${k}"`).join(' UNION ALL ');
-const CLAIM: StatementBuilder = (p) => `
-  UPDATE "OutboxMessage" SET ${CLAIM_SET(p(1), p(2, 'timestamp'), p(3, 'timestamp'))}
-  WHERE "id" IN (${CLAIM_DUE(() => p(4), () => p(3, 'timestamp'), (k) => p(5 + k, 'integer'))}
-  ) RETURNING ${CLAIMED_COLUMNS.map((c) => `"${c}"`).join(', ')}`;
-
-// PostgreSQL: the claims of concurrent lanes in one statement, a row each (Coalescer), with the
-// parameters of CLAIM. Each class of each lane's batch is its own ordered, limited subquery, which
-// the index serves in order (no sort behind a deep backlog); planned with the table as it is at
-// each run.
-const CLAIM_PG = perRow(
-  (c, rows) => `
+// One statement for one lane; on PostgreSQL for the lanes claiming at once, a row each
+// (Coalescer): each class of each lane's batch is its own ordered, limited subquery, which the
+// index serves in order (no sort behind a deep backlog), planned with the table as it is at each
+// run, and the outer WHERE checks the status again, so a row another claimer took meanwhile is
+// skipped, never taken twice.
+const CLAIM = perRow((c, rows) =>
+  rows === null
+    ? `
+  UPDATE "OutboxMessage" SET ${CLAIM_SET(c(1), c(2, 'timestamp'), c(3, 'timestamp'))}
+  WHERE "id" IN (${CLAIM_DUE(() => c(4), () => c(3, 'timestamp'), (k) => c(5 + k, 'integer'))}
+  ) RETURNING ${CLAIMED_COLUMNS.map((col) => `"${col}"`).join(', ')}`
+    : `
   UPDATE "OutboxMessage" SET ${CLAIM_SET('"c"."worker"', '"c"."until"', '"c"."now"')}
   FROM (
     SELECT "m"."id", ${c(1)} AS "worker", ${c(2, 'timestamp')} AS "until", ${c(3, 'timestamp')} AS "now" FROM ${rows}
@@ -123,15 +124,15 @@ const FINISH_WHERE = (p: Param) => `"OutboxMessage"."id" = ${p(11, 'integer')} A
 const ATTEMPT_COLUMNS = '"messageId", "attempt", "startedAt", "durationMs", "statusCode", "outcome", "error", "workerId"';
 const ATTEMPT_VALUES = (p: Param) =>
   `${p(13, 'integer')}, ${p(14, 'integer')}, ${p(15, 'timestamp')}, ${p(16, 'integer')}, ${p(17, 'integer')}, ${p(18)}, ${p(19)}, ${p(20)}`;
-// PostgreSQL: the outcomes of concurrent lanes in one statement, a row each (Coalescer)
-const FINISH_PG = perRow(
+// Both in one statement, for the lanes recording at once (paired-write.ts)
+const FINISH_COMBINED = perRow(
   (c, rows) => `
   WITH "done" AS (UPDATE "OutboxMessage" SET ${FINISH_SET(c)} FROM ${rows} WHERE ${FINISH_WHERE(c)} RETURNING "OutboxMessage"."id")
   INSERT INTO "DeliveryAttempt" (${ATTEMPT_COLUMNS}) SELECT ${ATTEMPT_VALUES(c)} FROM "done" JOIN ${rows} ON ${c(11, 'integer')} = "done"."id"
   RETURNING "messageId"`,
 );
-const FINISH_UPDATE_SQLITE = compileSqlite((p) => `UPDATE "OutboxMessage" SET ${FINISH_SET(p)} WHERE ${FINISH_WHERE(p)}`);
-const ATTEMPT_INSERT_SQLITE = compileSqlite((p) => `INSERT INTO "DeliveryAttempt" (${ATTEMPT_COLUMNS}) VALUES (${ATTEMPT_VALUES(p)})`);
+const FINISH_UPDATE: StatementBuilder = (p) => `UPDATE "OutboxMessage" SET ${FINISH_SET(p)} WHERE ${FINISH_WHERE(p)}`;
+const ATTEMPT_INSERT: StatementBuilder = (p) => `INSERT INTO "DeliveryAttempt" (${ATTEMPT_COLUMNS}) VALUES (${ATTEMPT_VALUES(p)})`;
 
 interface FinishFields {
   status: MessageStatus;
@@ -158,12 +159,11 @@ export class OutboxRepository {
   private readonly claimStatement: RawStatement<ClaimedRow>;
   /** A lane's claim: on PostgreSQL those of concurrent lanes share one statement. */
   private readonly claimOne: (params: unknown[]) => Promise<ClaimedRow[]>;
-  private readonly finishStatement: RawStatement<{ messageId: number }>;
   private readonly dueStatement: RawStatement<Record<string, unknown>>;
   /** A lane's look at what is due: on PostgreSQL those of concurrent lanes share one statement. */
   private readonly dueOne: (params: unknown[]) => Promise<Record<string, unknown> | undefined>;
-  /** PostgreSQL: the outcomes of concurrent lanes, recorded together (one round trip under load). */
-  private readonly finishes?: Coalescer<unknown[], boolean>;
+  /** An outcome and its attempt, atomically; on PostgreSQL those of concurrent lanes recorded together. */
+  private readonly finishOne: (params: unknown[]) => Promise<boolean>;
 
   constructor(
     readonly db: Db,
@@ -174,8 +174,8 @@ export class OutboxRepository {
     this.maxSends = opts.maxSends ?? DEFAULT_MAX_SENDS;
     // planned with its parameters each time: a generic plan made while the shop's queue was
     // small took 100 ms per claim behind 100,000 queued messages (deep-backlog fault test)
-    this.claimStatement = prepare(rawOf(db), 'outbox_claim', provider === 'postgres' ? CLAIM_PG : CLAIM, { replan: true });
-    this.finishStatement = prepare(rawOf(db), 'outbox_finish', FINISH_PG);
+    this.claimStatement = prepare(rawOf(db), 'outbox_claim', CLAIM, { replan: true });
+    this.finishOne = pairedWrite(db, 'outbox_finish', { first: FINISH_UPDATE, second: ATTEMPT_INSERT, combined: FINISH_COMBINED, hit: 'messageId', key: (params) => String(params[10]) });
     this.dueStatement = prepare(rawOf(db), 'outbox_due_by_class', DUE_BY_CLASS);
     this.dueOne = perRowCall(provider, {
       key: (params) => String(params[0]),
@@ -191,15 +191,6 @@ export class OutboxRepository {
         return rows.map((params) => claimed.filter((r) => r.shopId === params[3]));
       },
     });
-    if (provider === 'postgres') {
-      this.finishes = new Coalescer({
-        key: (params) => String(params[10]),
-        run: async (rows) => {
-          const hit = new Set((await runRows(this.finishStatement, provider, rows)).map((r) => Number(r.messageId)));
-          return rows.map((params) => hit.has(params[10] as number));
-        },
-      });
-    }
   }
 
   private ts(d: Date | null | undefined): number | string | null {
@@ -311,21 +302,13 @@ export class OutboxRepository {
       msg.id, attempt.attempt, this.ts(attempt.startedAt), attempt.durationMs, attempt.statusCode, attempt.outcome, attempt.error, attempt.workerId ?? null,
     ];
     // the attempt row is inserted only when the fenced update hit
-    const raw = rawOf(this.db);
-    if (raw.provider === 'postgres') return this.finishes!.call(params);
-    const changed = await raw.exclusive((conn) =>
-      conn.transaction(() => {
-        const hit = execCompiled(conn, 'outbox_finish', FINISH_UPDATE_SQLITE, params).changes === 1;
-        if (hit) execCompiled(conn, 'attempt_insert', ATTEMPT_INSERT_SQLITE, params);
-        return hit;
-      })(),
-    );
-    // "delivered" on disk, as PostgreSQL's commit is, so a power loss cannot take it back and send
-    // the message again. Other outcomes wait for the next checkpoint's sync: losing one leaves the
-    // message claimed, and once its lock expires it is sent again to a service that did not accept
-    // it (at worst one more refusal, and one attempt fewer in the log). A failed sync changes
-    // nothing recorded (the commit stands; the next checkpoint syncs)
-    if (f.status === 'delivered') await raw.flush().catch(() => undefined);
+    const changed = await this.finishOne(params);
+    // "delivered" on disk, so a power loss cannot take it back and send the message again (SQLite
+    // syncs its WAL for it; PostgreSQL's commit was durable). Other outcomes wait for the next
+    // checkpoint's sync: losing one leaves the message claimed, and once its lock expires it is
+    // sent again to a service that did not accept it (at worst one more refusal, and one attempt
+    // fewer in the log). A failed sync changes nothing recorded (the commit stands).
+    if (f.status === 'delivered') await commitsOnDisk(this.db).catch(() => undefined);
     return changed;
   }
 

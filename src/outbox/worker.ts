@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { DecryptError } from '../crypto/secret-box';
 import { rawOf, type Db } from '../db/client';
+import { dialectOf } from '../db/dialects';
 import { Backoff, LOOP_BACKOFF, SHOP_BACKOFF } from '../lib/backoff';
 import { prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
 import type { SecretBox } from '../crypto/secret-box';
@@ -119,13 +120,10 @@ const LEASE_CONTEXT: LeaseRead = {
 };
 
 // The connections' "last successful delivery", for several shops in one statement. A success
-// clears the last error unless that error is newer than the success. Parameters: the shops (1)
-// and their times (2) as arrays on PostgreSQL; on SQLite one JSON array of [shop, epoch ms] (1).
-const DELIVERED: StatementBuilder = (p, provider) => {
-  const rows =
-    provider === 'postgres'
-      ? `SELECT unnest(${p(1, 'text[]')}) AS "shopId", unnest(${p(2, 'timestamp[]')}) AS "at"`
-      : `SELECT json_extract("value", '$[0]') AS "shopId", json_extract("value", '$[1]') AS "at" FROM json_each(${p(1)})`;
+// clears the last error unless that error is newer than the success. Parameters: the rows of
+// [shop, time], as the dialect passes rows (rowsParams).
+const DELIVERED: StatementBuilder = (p, d) => {
+  const rows = d.rowsOf([{ name: 'shopId', type: 'text' }, { name: 'at', type: 'timestamp' }], p);
   const older = `"c"."lastErrorAt" IS NULL OR "c"."lastErrorAt" <= "v"."at"`;
   return `
   UPDATE "Connection" AS "c" SET "lastDeliveredAt" = "v"."at", "updatedAt" = "v"."at",
@@ -592,10 +590,7 @@ export class DeliveryWorker {
     const pending = [...this.deliveredPending];
     this.deliveredPending.clear();
     const provider = rawOf(this.deps.db).provider;
-    const params =
-      provider === 'postgres'
-        ? [pending.map(([shopId]) => shopId), pending.map(([, at]) => rawTimestamp(provider, new Date(at)))]
-        : [JSON.stringify(pending)];
+    const params = dialectOf(provider).rowsParams(pending.map(([shopId, at]) => [shopId, rawTimestamp(provider, new Date(at))]));
     await this.deliveredStatement.run(params).catch((err: unknown) => this.deps.logger.warn({ shops: pending.length, err: (err as Error).message }, 'could not record the last delivery time'));
   }
 

@@ -92,7 +92,7 @@ class LeaseLost extends Error {}
 // not waited for: two processors woken by one NOTIFY lease half of the partitions each (the
 // second used to wait for the first's rows, find them taken, lease nothing and go back to
 // sleep while the first worked through both halves). Parameters: 1 processor, 2 until, 3 now, 4 n.
-const LEASE_PENDING: StatementBuilder = (p, provider) => {
+const LEASE_PENDING: StatementBuilder = (p, d) => {
   const free = (t: string) => `(${t}"owner" IS NULL OR ${t}"owner" = ${p(1)} OR ${t}"leasedUntil" < ${p(3, 'timestamp')})`;
   const pending = `"r"."partition" = "l"."partition" AND "r"."processedAt" IS NULL`;
   return `
@@ -100,7 +100,7 @@ const LEASE_PENDING: StatementBuilder = (p, provider) => {
   WHERE ${free('')} AND "partition" IN (
     SELECT "l"."partition" FROM "ReceiptLease" AS "l"
     WHERE ${free('"l".')} AND EXISTS (SELECT 1 FROM "WebhookReceipt" AS "r" WHERE ${pending})
-    ORDER BY (SELECT MIN("r"."id") FROM "WebhookReceipt" AS "r" WHERE ${pending}) LIMIT ${p(4, 'integer')} ${provider === 'postgres' ? 'FOR UPDATE OF "l" SKIP LOCKED' : ''})
+    ORDER BY (SELECT MIN("r"."id") FROM "WebhookReceipt" AS "r" WHERE ${pending}) LIMIT ${p(4, 'integer')} ${d.skipLocked('"l"')})
   RETURNING "partition"`;
 };
 

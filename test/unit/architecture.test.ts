@@ -1,7 +1,9 @@
 // Walls in the code, checked from the import statements (TypeScript's own pre-processor, no
-// type-checking, so this takes milliseconds): no import cycle anywhere in src, use cases know
-// nothing of HTTP (they throw UseCaseError; src/http maps it to a status), and the mappers are
-// pure (they import only each other and the settings' types).
+// type-checking, so this takes milliseconds). The folders are layers along the data's way
+// (docs/architecture.md): an import may only go down, never back up nor sideways into another
+// folder of the same layer; there is no import cycle anywhere in src; only the composition root
+// and the entry points read the configuration; the mappers are pure; and SQL that differs by
+// database lives under src/db alone.
 import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
@@ -20,9 +22,6 @@ function importsOf(file: string): string[] {
   }
   return out;
 }
-
-const tsFilesIn = (dir: string) =>
-  fs.readdirSync(path.join(SRC, dir)).filter((f) => f.endsWith('.ts')).map((f) => `${dir}/${f}`);
 
 /** Every .ts file under src, as paths under src. */
 const allTsFiles = (): string[] =>
@@ -48,29 +47,97 @@ function cycles(files: string[], edges: (f: string) => string[] = importsOf): st
   return found;
 }
 
+/**
+ * The layers, top first. A file may import files of its own folder and of any folder on a lower
+ * layer; two folders on one layer know nothing of each other.
+ */
+const LAYERS: string[][] = [
+  ['migrate.ts'],
+  ['main.ts'],
+  ['config.ts'],
+  ['app'],
+  ['http'],
+  ['admin'],
+  ['backfill', 'processing'],
+  ['intake', 'outbox'],
+  ['integrations/shopify', 'integrations/service'],
+  ['mapping', 'db'],
+  ['settings', 'crypto', 'observability', 'lib'],
+];
+
+/** The folder a file belongs to, as LAYERS names it. */
+function folderOf(file: string): string {
+  const parts = file.split('/');
+  if (parts.length === 1) return parts[0]!;
+  return parts[0] === 'integrations' ? `${parts[0]}/${parts[1]}` : parts[0]!;
+}
+
+const layerOf = (folder: string): number => LAYERS.findIndex((l) => l.includes(folder));
+
+/** Imports that run up the layers or sideways into another folder of the same layer. */
+function wrongWays(files: string[], edges: (f: string) => string[] = importsOf): string[] {
+  const out: string[] = [];
+  for (const f of files) {
+    const from = folderOf(f);
+    for (const g of edges(f)) {
+      const to = folderOf(g);
+      if (to === from) continue;
+      // the configuration is read by the entry points and the composition root alone
+      const allowed = to === 'config.ts' ? ['main.ts', 'migrate.ts', 'app'].includes(from) : layerOf(to) > layerOf(from);
+      if (!allowed) out.push(`${f} imports ${g}`);
+    }
+  }
+  return out;
+}
+
 describe('architecture', () => {
-  it('the checker reads imports, type-only ones included, and finds a cycle when there is one', () => {
+  it('the checker reads imports, type-only ones included, and finds cycles and wrong-way imports', () => {
     expect(importsOf('backfill/runner.ts')).toEqual(expect.arrayContaining(['backfill/job.ts', 'backfill/deps.ts']));
     expect(importsOf('backfill/job.ts')).toContain('backfill/deps.ts');
     const graph: Record<string, string[]> = { a: ['b'], b: ['c', 'd'], c: ['a'], d: [] };
     expect(cycles(Object.keys(graph), (f) => graph[f]!)).toEqual(['a -> b -> c -> a']);
     expect(cycles(['a', 'b', 'd'], (f) => graph[f]!)).toEqual([]);
+    const imports: Record<string, string[]> = {
+      'outbox/worker.ts': ['db/raw.ts', 'admin/connection.ts', 'intake/intake.ts', 'outbox/pacer.ts'],
+      'integrations/shopify/api.ts': ['config.ts'],
+      'app/server.ts': ['config.ts', 'http/app.ts'],
+    };
+    expect(wrongWays(Object.keys(imports), (f) => imports[f]!)).toEqual([
+      'outbox/worker.ts imports admin/connection.ts',
+      'outbox/worker.ts imports intake/intake.ts',
+      'integrations/shopify/api.ts imports config.ts',
+    ]);
+  });
+
+  it('every folder of src has a layer', () => {
+    const unplaced = [...new Set(allTsFiles().map(folderOf))].filter((f) => layerOf(f) < 0);
+    expect(unplaced).toEqual([]);
+  });
+
+  it('no import runs back up the layers or sideways between folders of a layer', () => {
+    expect(wrongWays(allTsFiles())).toEqual([]);
   });
 
   it('no module of src is part of an import cycle', () => {
     const files = allTsFiles();
-    expect(files).toEqual(expect.arrayContaining(['server.ts', 'backfill/job.ts', 'outbox/worker.ts', 'pixel/stage.ts']));
+    expect(files).toEqual(expect.arrayContaining(['app/server.ts', 'backfill/job.ts', 'outbox/worker.ts', 'processing/storefront/stage.ts']));
     expect(cycles(files)).toEqual([]);
   });
 
   it('the mappers are pure: they import only each other and the settings', () => {
-    const offenders = tsFilesIn('mapping').flatMap((f) =>
-      importsOf(f).filter((i) => !i.startsWith('mapping/') && i !== 'settings/settings.ts').map((i) => `${f} imports ${i}`));
+    const offenders = allTsFiles()
+      .filter((f) => f.startsWith('mapping/'))
+      .flatMap((f) => importsOf(f).filter((i) => !i.startsWith('mapping/') && i !== 'settings/settings.ts').map((i) => `${f} imports ${i}`));
     expect(offenders).toEqual([]);
   });
 
-  it('no use case imports the HTTP layer', () => {
-    const offenders = tsFilesIn('use-cases').flatMap((f) => importsOf(f).filter((i) => i.startsWith('http/')).map((i) => `${f} imports ${i}`));
+  it('SQL that differs by database is written under src/db alone: no branch on the provider elsewhere', () => {
+    const branch = /\b(provider|dialect\.name)\s*[!=]==|[!=]==\s*'(postgres|sqlite)'/;
+    const offenders = allTsFiles()
+      .filter((f) => !f.startsWith('db/'))
+      .flatMap((f) => fs.readFileSync(path.join(SRC, f), 'utf8').split('\n').map((line, i) => ({ f, line, i })))
+      .filter(({ line }) => branch.test(line))
+      .map(({ f, i }) => `${f}:${i + 1}`);
     expect(offenders).toEqual([]);
   });
 });

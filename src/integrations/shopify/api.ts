@@ -2,7 +2,6 @@
 // development and tests. Everything that speaks Shopify goes through the object returned here.
 import { currentLibraryFetch, setLibraryFetch } from './node-adapter';
 import { ApiVersion, LogSeverity, shopifyApi, type Shopify } from '@shopify/shopify-api';
-import type { Config } from '../../config';
 import type { Logger } from '../../observability/logger';
 import { sanitizeShop } from './sanitize';
 
@@ -10,7 +9,13 @@ export const SHOPIFY_API_VERSION = ApiVersion.October26;
 
 export type ShopifyApi = Shopify;
 
-export function createShopify(config: Config, logger: Logger): ShopifyApi {
+/** The settings the library is built from (the app's Config has them). */
+export interface ShopifyApiConfig {
+  production: boolean;
+  shopify: { apiKey: string; apiSecret: string; appUrl: string; scopes: string[]; adminOrigin?: string };
+}
+
+export function createShopify(config: ShopifyApiConfig, logger: Logger): ShopifyApi {
   const appUrl = new URL(config.shopify.appUrl);
   const shopify = shopifyApi({
     apiKey: config.shopify.apiKey,

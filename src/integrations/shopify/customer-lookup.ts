@@ -6,7 +6,7 @@
 import type { Session } from '@shopify/shopify-api';
 import { normalizeEmail } from '../../mapping/email';
 import type { Logger } from '../../observability/logger';
-import { TokenBuckets } from '../../intake/rate-limit';
+import { TokenBuckets } from '../../lib/rate-limit';
 import type { ShopifyApi } from './api';
 import { adminRequest, AdminDeadlineError, AdminThrottledError, ThrottleTracker } from './admin-graphql';
 import { describeShopifyError } from './errors';

@@ -10,7 +10,7 @@
 import type { Session } from '@shopify/shopify-api';
 import type { Db } from '../../db/client';
 import type { Logger } from '../../observability/logger';
-import { TokenBuckets } from '../../intake/rate-limit';
+import { TokenBuckets } from '../../lib/rate-limit';
 import type { ShopifyApi } from './api';
 import { AdminDeadlineError, AdminThrottledError, type ThrottleTracker } from './admin-graphql';
 import { describeShopifyError } from './errors';

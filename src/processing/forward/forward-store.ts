@@ -2,6 +2,7 @@
 // state per batch (shops, customer digests, order summaries, fulfillments, existing messages,
 // orders of abandoned checkouts), and one write transaction per batch (see write()).
 import { Prisma } from '@prisma/client';
+import { dialectOf } from '../../db/dialects';
 import { rawOf, type Db, type DbProvider } from '../../db/client';
 import { setColumns, whereShopKeys } from '../../db/batch-sql';
 import { driverQueries, type SqlTx } from '../../db/transaction';
@@ -60,14 +61,14 @@ export interface WritePlan {
 
 export const emptyPlan = (): WritePlan => ({ cancels: [], abandonmentUpdates: [], replacements: [], inserts: [], digests: [], orders: [], fulfillments: [] });
 
-// Parameter 1: the domains (a JSON array on SQLite, an array on PostgreSQL).
-const SHOPS: StatementBuilder = (p, provider) => `
+// Parameter 1: the domains, as the dialect's list parameter.
+const SHOPS: StatementBuilder = (p, d) => `
   SELECT "s"."id", "s"."domain", "s"."uninstalledAt", "c"."status", "t"."data", "o"."scope"
   FROM "Shop" AS "s"
   LEFT JOIN "Connection" AS "c" ON "c"."shopId" = "s"."id"
   LEFT JOIN "ShopSettings" AS "t" ON "t"."shopId" = "s"."id"
   LEFT JOIN "Session" AS "o" ON "o"."id" = 'offline_' || "s"."domain"
-  WHERE ${provider === 'postgres' ? `"s"."domain" = ANY(${p(1, 'text[]')})` : `"s"."domain" IN (SELECT "value" FROM json_each(${p(1)}))`}`;
+  WHERE ${d.inList('"s"."domain"', (t) => p(1, t))}`;
 
 interface ShopSql {
   id: string;
@@ -95,8 +96,7 @@ export class ForwardStore {
 
   /** The batch's shops with their connection status and settings: one prepared statement. */
   async shops(domains: string[]): Promise<Map<string, ShopRow>> {
-    const raw = rawOf(this.db);
-    const rows = await this.shopsStatement.run([raw.provider === 'sqlite' ? JSON.stringify(domains) : domains]);
+    const rows = await this.shopsStatement.run([dialectOf(rawOf(this.db).provider).listParam(domains)]);
     return new Map(
       rows.map((r) => [
         r.domain,

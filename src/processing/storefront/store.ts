@@ -5,6 +5,7 @@
 // the key lists.
 import { Prisma } from '@prisma/client';
 import { hasShopKeys, insertRows, setColumns, whereShopKeys as whereKeys } from '../../db/batch-sql';
+import { dialectOf } from '../../db/dialects';
 import { rawOf, type Db } from '../../db/client';
 import type { SqlTx } from '../../db/transaction';
 import { Sql } from '../../db/sql';
@@ -286,7 +287,7 @@ async function upsertRows<T extends object>(tx: Tx, provider: 'sqlite' | 'postgr
   const unique = [...new Map(rows.map((r) => [key(r), r])).values()];
   if (unique.length === 0) return;
   const columns = Object.keys(unique[0]!);
-  const value = (v: unknown) => (v instanceof Date && provider === 'sqlite' ? v.getTime() : v ?? null);
+  const value = dialectOf(provider).value;
   for (let from = 0; from < unique.length; from += 500) {
     const values = unique.slice(from, from + 500).map((r) => Prisma.sql`(${Prisma.join(columns.map((c) => value((r as Record<string, unknown>)[c])))})`);
     await tx.$executeRaw(Prisma.sql`${Prisma.raw(`INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) VALUES `)}${Prisma.join(values)}${conflict}`);

@@ -3,7 +3,7 @@
 import { readHead } from '../../../src/http/pixel.route';
 import { clientAddress, ipKey } from '../../../src/intake/client-ip';
 import { createEmailKeys } from '../../../src/processing/storefront/email-keys';
-import { TokenBuckets } from '../../../src/intake/rate-limit';
+import { TokenBuckets } from '../../../src/lib/rate-limit';
 import { vouchedEmails, vouchSourceOf } from '../../../src/processing/storefront/vouch';
 import { MAX_EVENTS_PER_BATCH, readBatch } from '../../../src/processing/storefront/wire';
 
