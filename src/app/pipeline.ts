@@ -8,6 +8,7 @@ import { createErasure } from '../db/erasure';
 import { ForwardStore } from '../processing/forward/forward-store';
 import { createIntake, type Intake } from '../intake/intake';
 import { ReceiptProcessor, type PixelStage, type ProcessorDeps, type SideHandler } from '../processing/processor';
+import type { SideEffectTopic } from '../processing/topics';
 import { ReceiptStore } from '../intake/receipt-store';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
@@ -32,7 +33,7 @@ export interface PipelineDeps {
   client: ServiceClient;
   secrets: SecretBox;
   /** Topics handled beside the forwarded ones (bulk operations, scopes, products). */
-  sideHandlers: Record<string, SideHandler>;
+  sideHandlers: Record<SideEffectTopic, SideHandler>;
   /** Extra mapping input (abandonment policy, product images). */
   mapContext?: ForwardDeps['mapContext'];
   onUninstalled?: (shopId: string) => Promise<void>;

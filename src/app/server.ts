@@ -11,6 +11,7 @@ import { createSecretBox } from '../crypto/secret-box';
 import { createDb, type Db } from '../db/client';
 import { applyMigrations } from '../db/migrate';
 import type { SideHandler } from '../processing/processor';
+import type { SideEffectTopic } from '../processing/topics';
 import type { ReceiptStore } from '../intake/receipt-store';
 import type { Intake } from '../intake/intake';
 import { adminRoutes } from '../http/admin.routes';
@@ -147,7 +148,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     onEnqueued: notifyQueued, enrich, runner: opts.backfillRunner,
   });
   const shopIdOf = async (domain: string) => (await db.shop.findUnique({ where: { domain }, select: { id: true } }))?.id ?? null;
-  const sideHandlers: Record<string, SideHandler> = {
+  const sideHandlers: Record<SideEffectTopic, SideHandler> = {
     'bulk_operations/finish': async (r) => {
       const matched = await backfill.onBulkOperationFinish(r.shopDomain, r.payload);
       return { outcome: 'ignored', reason: matched ? 'bulk operation of an import; the import was told' : 'bulk operation not started by an import' };

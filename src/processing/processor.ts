@@ -19,7 +19,8 @@ import type { Metrics } from '../observability/metrics';
 import { lowerDue, type DueEntry } from '../outbox/due';
 import { Sql } from '../db/sql';
 import type { ForwardResult, ParsedReceipt } from './forward/forward-receipts';
-import { GDPR_TOPICS, type GdprResult } from './privacy/gdpr';
+import type { GdprResult } from './privacy/gdpr';
+import { handlingOf, isSerial, type SideEffectTopic } from './topics';
 import type { ForwardStore } from './forward/forward-store';
 import { LoopBudget } from './loop-budget';
 import { PARTITIONS, type PendingReceipt, type ReceiptOutcome, type ReceiptStore } from '../intake/receipt-store';
@@ -53,7 +54,7 @@ export interface ProcessorDeps {
   forward: (items: ParsedReceipt[]) => Promise<ForwardResult>;
   gdpr: { handle(r: ParsedReceipt): Promise<GdprResult> };
   /** Topics handled by a side handler rather than forwarded. */
-  sideHandlers?: Record<string, SideHandler>;
+  sideHandlers?: Record<SideEffectTopic, SideHandler>;
   /** Storefront pixel batches (receipts of kind 'pixel'); ignored without it. */
   pixel?: PixelStage;
   /** After a commit that queued messages: index them and wake the delivery workers. */
@@ -250,7 +251,7 @@ export class ReceiptProcessor {
         if (queue.length === 0) break;
         last = queue.length < batchSize;
       }
-      const compliance = GDPR_TOPICS.has(queue[0]!.topic);
+      const compliance = isSerial(queue[0]!.topic, queue[0]!.kind);
       const n = await this.processSafely(partitions, queue, last ? turn : undefined);
       done += n;
       // a backlog on SQLite would otherwise hold off requests, timers and the WAL checkpoint
@@ -324,7 +325,7 @@ export class ReceiptProcessor {
       unit.push(parse(p));
       await budget.step();
     }
-    const gdpr = GDPR_TOPICS.has(pending[0]!.topic) ? unit[0]!.receipt : undefined;
+    const gdpr = isSerial(pending[0]!.topic, pending[0]!.kind) ? unit[0]!.receipt : undefined;
     if (gdpr) {
       const res = await this.deps.gdpr.handle(gdpr);
       this.count([res.outcome]);
@@ -334,16 +335,22 @@ export class ReceiptProcessor {
     const outcomes: ReceiptOutcome[] = [];
     const toForward: ParsedReceipt[] = [];
     const pixel: ParsedReceipt[] = [];
+    // by the topic table (topics.ts); the privacy and lifecycle topics were units of their own above
     for (const p of unit) {
-      if (!p.receipt) outcomes.push(p.rejected!);
-      else if (p.kind === 'pixel') {
-        if (this.deps.pixel) pixel.push(p.receipt);
-        else outcomes.push({ id: p.receipt.id, outcome: 'ignored', reason: 'storefront events are not processed here', messageCount: 0, customerId: null });
-      } else if (this.deps.sideHandlers?.[p.receipt.topic]) {
-        const r = p.receipt;
-        const side = await this.deps.sideHandlers[r.topic]!(r);
-        outcomes.push({ id: r.id, outcome: side.outcome, reason: side.reason ?? null, messageCount: 0, customerId: null });
-      } else toForward.push(p.receipt);
+      const r = p.receipt;
+      if (!r) {
+        outcomes.push(p.rejected!);
+        continue;
+      }
+      const handling = handlingOf(r.topic, p.kind);
+      const side = handling === 'side_effect' ? this.deps.sideHandlers?.[r.topic as SideEffectTopic] : undefined;
+      if (handling === 'storefront') {
+        if (this.deps.pixel) pixel.push(r);
+        else outcomes.push({ id: r.id, outcome: 'ignored', reason: 'storefront events are not processed here', messageCount: 0, customerId: null });
+      } else if (side) {
+        const done = await side(r);
+        outcomes.push({ id: r.id, outcome: done.outcome, reason: done.reason ?? null, messageCount: 0, customerId: null });
+      } else toForward.push(r);
     }
     const forwarded = toForward.length ? await this.deps.forward(toForward) : null;
     if (forwarded) outcomes.push(...forwarded.outcomes);
@@ -423,11 +430,11 @@ export const MAX_UNIT_BYTES = 1_048_576;
  * the next one, cut where the bodies pass MAX_UNIT_BYTES.
  */
 function unitEnd(pending: PendingReceipt[]): number {
-  if (pending.length === 0 || GDPR_TOPICS.has(pending[0]!.topic)) return Math.min(1, pending.length);
+  if (pending.length === 0 || isSerial(pending[0]!.topic, pending[0]!.kind)) return Math.min(1, pending.length);
   let bytes = 0;
   for (let i = 0; i < pending.length; i++) {
     const p = pending[i]!;
-    if (GDPR_TOPICS.has(p.topic)) return i;
+    if (isSerial(p.topic, p.kind)) return i;
     bytes += p.body?.length ?? 0;
     if (bytes > MAX_UNIT_BYTES) return Math.max(1, i);
   }

@@ -17,8 +17,6 @@ import { customerRef, payloadConcerns, readJson, receiptConcerns, textNamesEmail
 
 type Tx = Prisma.TransactionClient;
 
-export const GDPR_TOPICS = new Set(['customers/redact', 'customers/data_request', 'shop/redact', 'app/uninstalled']);
-
 export interface GdprDeps {
   db: Db;
   provider: DbProvider;
