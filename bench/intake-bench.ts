@@ -17,7 +17,8 @@
 //   production. The default deployment, ROLE=all on SQLite (stage 1, stage 2 and delivery in one
 //   process), is a row of its own in the same rounds. Its stage 2 works through a round's
 //   receipts during and after the round; the next round starts once it has caught up, so no
-//   other server is measured beside that leftover work.
+//   other server is measured beside that leftover work. Its deliveries (one workspace, paced at
+//   10/s) go on throughout.
 // - stage 2: the receipts a ROLE=web server stored are then processed by a fresh ROLE=worker process;
 //   its rate is read from the receipts' processedAt (one value per batch): receipts processed
 //   after the first batch ÷ time from the first batch to the last. Start-up is not counted.
@@ -54,7 +55,7 @@ export const intakeMethod = {
     `- req/s: autocannon (closed loop), ${CONNECTIONS} connections, ${ROUND_S} s per server per round; ${what.requests} The median round is shown; the ratio is the median of the per-round ratios.`,
     `- p50 / p99 / max: open loop, ${OPEN_RATE.toLocaleString('en-US')} requests/s offered whatever the answers, ${OPEN_S} s per server per round, from a generator process of its own (warm from the warm-up on) with ${WARM_CONNECTIONS} connections opened beforehand; each time from the request's scheduled start to its answer, over all rounds.`,
     `- ${FLOOR_NAME}: the bare route, and before each answer the body written to a file and an fdatasync of it (shared by the writes made meanwhile, the app's own wal-flush.ts, as SQLite's receipts are synced), with no database: the response time no durable intake can beat on this disk, measured in the same rounds.`,
-    `- The connector runs as ROLE=web (stage 1 only) on each database. The default deployment, ROLE=all on SQLite (stage 1, stage 2 and delivery in one process), is a row of its own, measured in the same rounds; after each of its rounds the next round waits until its stage 2 has processed every stored receipt (the time it took is in its note), so no other server is measured beside that work.`,
+    `- The connector runs as ROLE=web (stage 1 only) on each database. The default deployment, ROLE=all on SQLite (stage 1, stage 2 and delivery in one process), is a row of its own, measured in the same rounds; after each of its rounds the next round waits until its stage 2 has processed every stored receipt (the time it took is in its note), so no other server is measured beside that work; its deliveries (one workspace, paced at 10/s) go on throughout.`,
     `- Stage 2 of the ROLE=web rows: afterwards, a fresh ROLE=worker process processes every stored receipt; rate = ${what.unit} after the first batch ÷ (last − first batch processedAt).`,
     `- RSS: peak VmRSS of the server under the intake load (for ROLE=all, its own stage 2 and delivery included) / of the worker during stage 2. Idle: the worker's CPU over ${IDLE_S} s once stage 2 is done, while it delivers what stage 2 queued (paced at 10/s), then, with the workspace paused, over ${IDLE_S} s after ${IDLE_S} s of settling: what the state stage 2 left waiting (anonymous visitors' events, abandonment timers) costs alone.`,
   ].join('\n'),
