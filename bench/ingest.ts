@@ -1,7 +1,8 @@
 // Ingest of webhooks, in one table, side by side from one run: the bare HMAC route (the
-// ceiling), the connector on SQLite and on PostgreSQL (method: bench/intake-bench.ts). The load
-// is 200 distinct signed orders/create bodies cycled, a fresh X-Shopify-Webhook-Id on every
-// request, so each one is a new webhook the app verifies, dedupes and stores.
+// ceiling), the connector's web role on SQLite and on PostgreSQL, and the default deployment
+// (ROLE=all on SQLite) (method: bench/intake-bench.ts). The load is 200 distinct signed
+// orders/create bodies cycled, a fresh X-Shopify-Webhook-Id on every request, so each one is a
+// new webhook the app verifies, dedupes and stores.
 import { randomBytes } from 'node:crypto';
 import { sampleOrder } from '../sandbox/samples';
 import { intakeMethod, runIntakeBench } from './intake-bench';

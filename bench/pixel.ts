@@ -1,10 +1,10 @@
 // The storefront pixel's intake, in one table, side by side from one run: a bare route that only
-// reads the batch (the ceiling), the connector on SQLite and on PostgreSQL (method:
-// bench/intake-bench.ts). Each request is a batch of 5 events as the web pixel sends it
-// (extensions/email-pixel, wire format, with the product fields older bundles still send): 4
-// product_viewed and 1 product_added_to_cart, a fresh client id and event ids on every request;
-// one batch in 5 carries a shopper's email (a logged-in customer), the others stay anonymous and
-// wait in stage 2 for an identity.
+// reads the batch (the ceiling), the connector's web role on SQLite and on PostgreSQL, and the
+// default deployment (ROLE=all on SQLite) (method: bench/intake-bench.ts). Each request is a
+// batch of 5 events as the web pixel sends it (extensions/email-pixel, wire format, with the
+// product fields older bundles still send): 4 product_viewed and 1 product_added_to_cart, a fresh
+// client id and event ids on every request; one batch in 5 carries a shopper's email (a logged-in
+// customer), the others stay anonymous and wait in stage 2 for an identity.
 // As on a shop that has run a while, the 40 products are in the product cache and the 20 shoppers'
 // emails are vouched for (a customers webhook would have done it), so stage 2 needs no Admin API
 // call: the worker's own count of them is printed with its figures (there is no Shopify here, a
