@@ -4,7 +4,6 @@
 // 1,000 webhooks/s; 5 s x 3 rounds; latency from each commit's scheduled start. No app runs.
 //   node bench/pg-commit-probe.cjs [rate] [rows]     (BENCH_PG_URL, default local postgres)
 const pg = require('pg');
-const { performance } = require('node:perf_hooks');
 const rate = Number(process.argv[2] ?? 250), rows = Number(process.argv[3] ?? 4);
 (async () => {
   const pool = new pg.Pool({ connectionString: process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres', max: 10 });

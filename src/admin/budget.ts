@@ -12,6 +12,7 @@ import { Prisma } from '@prisma/client';
 import type { Db, DbProvider } from '../db/client';
 import { DEFAULT_CLASS_POLICY, DELIVERY_CLASSES, floorsOf, type ClassIndex, type ClassPolicy, type DeliveryClass } from '../outbox/classes';
 import { DEFAULT_LIMIT } from '../outbox/pacer';
+import { rawDate } from '../db/raw';
 import { Sql } from '../db/sql';
 import { EVENT_NAMES } from '../settings/settings';
 
@@ -244,7 +245,7 @@ export async function readClassQueues(db: Db, provider: DbProvider, at: Date): P
     GROUP BY "deliveryClass"`);
   return DELIVERY_CLASSES.map((name, c) => {
     const r = rows.find((x) => Number(x.c) === c);
-    const oldest = r ? Sql.toDate(r.oldest) : null;
+    const oldest = r ? rawDate(r.oldest) : null;
     return { class: name, queued: r ? Number(r.n) : 0, oldestAgeS: oldest ? Math.max(0, (at.getTime() - oldest.getTime()) / 1000) : 0 };
   });
 }

@@ -3,7 +3,7 @@
 // server.ts builds it once per process and starts the parts the process's role runs.
 import type { Config } from '../config';
 import type { SecretBox } from '../crypto/secret-box';
-import { rawOf, type Db } from '../db/client';
+import type { Db } from '../db/client';
 import { createErasure } from '../db/erasure';
 import { ForwardStore } from '../processing/forward/forward-store';
 import { createIntake, type Intake } from '../intake/intake';
@@ -65,7 +65,6 @@ export interface Pipeline {
 export function buildPipeline(deps: PipelineDeps): Pipeline {
   const { config, db, logger, metrics, now } = deps;
   const provider = config.dbProvider;
-  const raw = rawOf(db);
   const wakeups = wakeupsOf(db, config.databaseUrl, { logger });
   const queue = new ShopQueue(db, provider);
   const receipts = new ReceiptStore(db, provider);

@@ -77,6 +77,8 @@ function clientClassFor(provider: DbProvider): PrismaClientClass {
   const id = provider === 'postgres' ? '.prisma/client-postgres' : '@prisma/client';
   let mod: { PrismaClient?: PrismaClientClass };
   try {
+    // the generated client of the provider, chosen at run time: both are built, one is loaded
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     mod = require(id) as { PrismaClient?: PrismaClientClass };
   } catch {
     throw new Error(`the Prisma client for ${provider} is missing: run "npm run build" (or "node scripts/prisma.mjs generate")`);

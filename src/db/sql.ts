@@ -1,5 +1,7 @@
-// Raw SQL that Prisma cannot express, one statement per provider. Timestamps are epoch ms on
-// SQLite (see db/client.ts) and timestamptz on PostgreSQL, so parameters differ by provider.
+// Raw SQL through Prisma's tagged templates, for statements its query builder cannot express.
+// Timestamps are epoch ms on SQLite (see db/client.ts) and timestamps on PostgreSQL, so their
+// parameters differ by database (a statement run on the driver itself takes raw.ts's
+// rawTimestamp instead); values read back go through raw.ts's rawDate.
 import { Prisma } from '@prisma/client';
 import type { Db, DbProvider } from './client';
 
@@ -12,15 +14,6 @@ export class Sql {
   /** A timestamp parameter in the provider's storage format. */
   ts(d: Date): Date | number {
     return this.provider === 'sqlite' ? d.getTime() : d;
-  }
-
-  /** A timestamp column value read back from raw SQL. */
-  static toDate(v: unknown): Date | null {
-    if (v === null || v === undefined) return null;
-    if (v instanceof Date) return v;
-    if (typeof v === 'bigint') return new Date(Number(v));
-    if (typeof v === 'number') return new Date(v);
-    return new Date(String(v));
   }
 
   /** An integer parameter, cast so arithmetic on it is integer arithmetic on both providers. */

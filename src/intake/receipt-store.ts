@@ -123,7 +123,7 @@ export class ReceiptStore {
     const shop = shopDomain ? Prisma.sql`AND "shopDomain" = ${shopDomain}` : Prisma.empty;
     const rows = await this.sql.query<{ n: number | bigint; oldest: unknown }>(Prisma.sql`
       SELECT COUNT(*) AS "n", MIN("receivedAt") AS "oldest" FROM "WebhookReceipt" WHERE "processedAt" IS NULL ${shop}`);
-    const oldest = Sql.toDate(rows[0]?.oldest);
+    const oldest = rawDate(rows[0]?.oldest);
     return { pending: Number(rows[0]?.n ?? 0), oldestAgeS: oldest ? Math.max(0, (now.getTime() - oldest.getTime()) / 1000) : 0 };
   }
 }

@@ -2,7 +2,7 @@
 import type { EventName } from '../settings/settings';
 import { assemble, ignored, type Draft, type Subject } from './build';
 import { chooseEmail, consentState, contactProperties, digestCustomer } from './contact';
-import { firstIso, id, obj, objectId, type Obj } from './read';
+import { firstIso, obj, objectId, type Obj } from './read';
 import type { MapInput, MapOutput } from './types';
 
 /** How close consent_updated_at must be to updated_at to count as this update's change. */

@@ -3,7 +3,7 @@ import type { EventName } from '../settings/settings';
 import { assemble, ignored, type Draft, type Subject } from './build';
 import { chooseEmail, customerFor, purchaseContact } from './contact';
 import { lineItems, lineItemsAttribute, listAttribute, MAX_LIST_ENTRIES, type ProductLookup } from './items';
-import { arr, firstIso, id, int, key, money, obj, objectId, objs, str, type Obj } from './read';
+import { arr, firstIso, int, key, money, obj, objectId, objs, str, type Obj } from './read';
 import type { MapInput, MapOutput, StoredOrder } from './types';
 
 // the order's email, else its contact_email, else its customer's (email may be "", contact_email

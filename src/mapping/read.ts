@@ -23,7 +23,7 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
  */
 export function str(v: unknown): string | null {
   if (typeof v !== 'string') return null;
-  const t = v.replace(/\u0000/g, '').replace(LONE_SURROGATE, '\ufffd').trim();
+  const t = v.replaceAll('\u0000', '').replace(LONE_SURROGATE, '\ufffd').trim();
   return t === '' ? null : t;
 }
 

@@ -237,7 +237,7 @@ export class DeliveryWorker {
   }
 
   private async run(): Promise<void> {
-    const { logger, queue } = this.deps;
+    const { queue } = this.deps;
     while (!this.stopping) {
       let wakeAt: number | null = null;
       try {

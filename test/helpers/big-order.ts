@@ -26,7 +26,7 @@ function lineItemJson(i: number): string {
 export function bigOrderBody(lines: number, over: { id?: string; email?: string; checkoutToken?: string } = {}): string {
   const raw = readFileSync(FIXTURE, 'utf8');
   const items = Array.from({ length: lines }, (_, i) => lineItemJson(i)).join(',');
-  let body = raw.replace(/"line_items":\s*\[[\s\S]*?\n  \],?/, (m) => `"line_items": [${items}]${m.trimEnd().endsWith(',') ? ',' : ''}`);
+  let body = raw.replace(/"line_items":\s*\[[\s\S]*?\n {2}\],?/, (m) => `"line_items": [${items}]${m.trimEnd().endsWith(',') ? ',' : ''}`);
   if (over.id) body = body.replace(/820982911946154508/g, over.id);
   if (over.email) body = body.replace(/jane\.okafor@example\.com/g, over.email);
   if (over.checkoutToken) body = body.replace(/b8f2c3a1e5d94c7a9f0e1d2c3b4a5968/g, over.checkoutToken);

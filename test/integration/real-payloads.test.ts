@@ -4,7 +4,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { lowerDue } from '../../src/outbox/due';
 import { sampleCheckout, sampleOrder } from '../../sandbox/samples';
 import { TestClock } from '../helpers/clock';
 import { testProvider } from '../helpers/db';

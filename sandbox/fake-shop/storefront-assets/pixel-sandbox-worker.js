@@ -100,6 +100,7 @@ self.onmessage = function (e) {
   } else if (message.type === 'result') {
     var pending = pendingCalls[message.id];
     delete pendingCalls[message.id];
-    if (pending) message.ok ? pending.resolve(message.value) : pending.reject(new Error(message.error));
+    if (pending && message.ok) pending.resolve(message.value);
+    else if (pending) pending.reject(new Error(message.error));
   }
 };

@@ -8,7 +8,7 @@ import {
   extractArray, isRecord, normaliseCustomField, normaliseList, parseJson, parseRateInfo, type HeaderBag,
 } from './parse';
 import type {
-  RateInfo, SendEventBody, SendOptions, ServiceClient, ServiceCustomField, ServiceFailure, ServiceList, ServiceResult, Workspace,
+  RateInfo, SendOptions, ServiceClient, ServiceCustomField, ServiceFailure, ServiceList, ServiceResult, Workspace,
 } from './types';
 
 export interface ServiceClientOptions {

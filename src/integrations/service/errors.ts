@@ -1,15 +1,7 @@
 // The closed set of outcomes. Every response and every transport error is classified here,
 // once; callers (the worker, the connect use case) branch only on `kind`.
 import { describeErrorBody, isRecord, parseRetryAfterMs, type HeaderBag } from './parse';
-import type { FailureKind, RateInfo, ServiceFailure, ServiceResult } from './types';
-
-export const FAILURE_KINDS = [
-  'rate_limited', 'auth', 'blocked', 'bad_request', 'not_acceptable', 'not_found', 'retryable',
-] as const satisfies readonly FailureKind[];
-
-export function isFailure<T>(r: ServiceResult<T>): r is ServiceFailure {
-  return r.kind !== 'ok';
-}
+import type { RateInfo, ServiceFailure } from './types';
 
 const MAX_MESSAGE = 500;
 

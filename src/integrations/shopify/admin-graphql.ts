@@ -62,11 +62,6 @@ export function graphqlErrorCodes(err: unknown): string[] {
   return errors.map((e) => rec(rec(e)?.extensions)?.code).filter((c): c is string => typeof c === 'string');
 }
 
-/** The data part of a GraphqlQueryError's answer (a partial answer may carry some). */
-export function graphqlErrorData(err: unknown): unknown {
-  return err instanceof GraphqlQueryError ? rec(err.body)?.data : undefined;
-}
-
 export const isThrottled = (err: unknown): boolean => graphqlErrorCodes(err).includes('THROTTLED');
 
 /** How long until the bucket holds `needed` points again, from a throttle status. Null when unknown. */

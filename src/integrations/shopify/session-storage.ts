@@ -32,12 +32,6 @@ export function createSessionStore(db: Db, options: SessionStoreOptions = {}): S
   return new AppSessionStore(db, options);
 }
 
-/** Removes every session of a shop (app/uninstalled). Not limited to 25 like findSessionsByShop. */
-export async function deleteShopSessions(db: Db, shop: string): Promise<number> {
-  const { count } = await db.session.deleteMany({ where: { shop } });
-  return count;
-}
-
 class AppSessionStore implements SessionStore {
   private readonly inner: PrismaSessionStorage<Db>;
   /** An unreadable session is read on every Shopify call of its shop: logged once per interval. */

@@ -144,7 +144,7 @@ export class ForwardStore {
     const rows = await this.reads.$queryRaw<Array<{ id: number | bigint; shopId: string; sourceId: string; status: string; dueAt: unknown }>>(
       Prisma.sql`SELECT "id", "shopId", "sourceId", "status", "dueAt" FROM "OutboxMessage" WHERE ${whereKeys(keys, 'sourceId')}`,
     );
-    return new Map(rows.map((r) => [keyOf(r.shopId, r.sourceId), { id: Number(r.id), status: r.status, dueAt: Sql.toDate(r.dueAt)! }]));
+    return new Map(rows.map((r) => [keyOf(r.shopId, r.sourceId), { id: Number(r.id), status: r.status, dueAt: rawDate(r.dueAt)! }]));
   }
 
   /**
@@ -167,7 +167,7 @@ export class ForwardStore {
       : [];
     const emailLatest = new Map<string, Date>();
     for (const r of byEmail) {
-      const latest = Sql.toDate(r.latest);
+      const latest = rawDate(r.latest);
       if (latest) emailLatest.set(keyOf(r.shopId, r.email), latest);
     }
     return { tokens: new Set(byToken.map((r) => keyOf(r.shopId, r.checkoutToken))), emailLatest };

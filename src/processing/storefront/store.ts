@@ -8,6 +8,7 @@ import { hasShopKeys, insertRows, setColumns, whereShopKeys as whereKeys } from 
 import { dialectOf } from '../../db/dialects';
 import { rawOf, type Db } from '../../db/client';
 import type { SqlTx } from '../../db/transaction';
+import { rawDate } from '../../db/raw';
 import { Sql } from '../../db/sql';
 import { insertMessages } from '../../outbox/store-messages';
 
@@ -99,12 +100,6 @@ export const emptyPixelPlan = (): PixelPlan => ({
 /** Keys of per-shop state: shop id and the object's id. */
 export const keyOf = (shopId: string, id: string) => `${shopId}\u0000${id}`;
 
-function byShop<T extends { shopId: string }>(rows: T[]): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const r of rows) out.set(r.shopId, [...(out.get(r.shopId) ?? []), r]);
-  return out;
-}
-
 export class PixelStore {
   private readonly sql: Sql;
 
@@ -128,7 +123,7 @@ export class PixelStore {
       rows.map((r) => [
         r.domain,
         {
-          id: r.id, domain: r.domain, uninstalledAt: Sql.toDate(r.uninstalledAt),
+          id: r.id, domain: r.domain, uninstalledAt: rawDate(r.uninstalledAt),
           connection: r.status === null ? null : { status: r.status },
           settings: r.data === null ? null : { data: r.data },
           pixel: r.key === null ? null : { key: r.key, state: r.state! },
@@ -145,7 +140,7 @@ export class PixelStore {
     const rows = await this.db.$queryRaw<Array<{ shopId: string; clientId: string; email: string; identifiedAt: unknown; expiresAt: unknown }>>(
       Prisma.sql`SELECT "shopId", "clientId", "email", "identifiedAt", "expiresAt" FROM "PixelVisitor" WHERE ${whereKeys(clients, 'clientId')}`,
     );
-    for (const r of rows) out.set(keyOf(r.shopId, r.clientId), { email: r.email, identifiedAt: Sql.toDate(r.identifiedAt)!, expiresAt: Sql.toDate(r.expiresAt)! });
+    for (const r of rows) out.set(keyOf(r.shopId, r.clientId), { email: r.email, identifiedAt: rawDate(r.identifiedAt)!, expiresAt: rawDate(r.expiresAt)! });
     return out;
   }
 
@@ -159,7 +154,7 @@ export class PixelStore {
     for (const { shopId, clientId, occurredAt, ...row } of rows) {
       const k = keyOf(shopId, clientId);
       const list = out.get(k) ?? [];
-      list.push({ ...row, occurredAt: Sql.toDate(occurredAt)! });
+      list.push({ ...row, occurredAt: rawDate(occurredAt)! });
       out.set(k, list);
     }
     return out;
@@ -191,7 +186,7 @@ export class PixelStore {
     const rows = await this.db.$queryRaw<Array<{ shopId: string; emailKey: string; state: string; expiresAt: unknown; quotaDay: number | bigint; events: number | bigint; abandonments: number | bigint }>>(Prisma.sql`
       SELECT "shopId", "emailKey", "state", "expiresAt", "quotaDay", "events", "abandonments" FROM "PixelShopper" WHERE ${whereKeys(keys, 'emailKey')}`);
     for (const r of rows) {
-      out.set(keyOf(r.shopId, r.emailKey), { state: r.state, expiresAt: Sql.toDate(r.expiresAt)!, quotaDay: Number(r.quotaDay), events: Number(r.events), abandonments: Number(r.abandonments) });
+      out.set(keyOf(r.shopId, r.emailKey), { state: r.state, expiresAt: rawDate(r.expiresAt)!, quotaDay: Number(r.quotaDay), events: Number(r.events), abandonments: Number(r.abandonments) });
     }
     return out;
   }

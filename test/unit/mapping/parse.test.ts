@@ -95,7 +95,7 @@ describe('parseWebhookBody on bodies with runs of 16 digits or more (their unsaf
   });
 
   it('reads a 1.8 MB order of 10,000 line items with 18-digit ids exactly as lossless-json', () => {
-    const items = Array.from({ length: 10_000 }, (_, i) => `{"id":${866550311766439020 + i * 7},"product_id":788032119674292922,"title":"Notebook ${i}","quantity":${(i % 5) + 1},"price":"4.50"}`);
+    const items = Array.from({ length: 10_000 }, (_, i) => `{"id":${866550311766439020n + BigInt(i * 7)},"product_id":788032119674292922,"title":"Notebook ${i}","quantity":${(i % 5) + 1},"price":"4.50"}`);
     const raw = `{"id":820982911946154508,"line_items":[${items.join(',')}]}`;
     // its speed is what the big-order test measures, as the event loop's longest stall
     expect(parseWebhookBody(raw)).toStrictEqual(parseLossless(raw));

@@ -6,7 +6,7 @@ import { sleep } from './support';
 interface Reply {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  body: any;  
   text: string;
 }
 

@@ -118,7 +118,7 @@ describe('the e2e globalSetup', () => {
   });
 
   it('belongs to the e2e project alone, so unit, db and fault runs never install a browser', () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+     
     const config = require('../../../jest.config.js') as { globalSetup?: string; projects: Array<{ displayName: string; globalSetup?: string }> };
     expect(config.globalSetup).toBeUndefined();
     const withSetup = config.projects.filter((p) => p.globalSetup).map((p) => [p.displayName, p.globalSetup]);
