@@ -7,14 +7,25 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'bench/out/**', '.ci/out/**', 'extensions/email-pixel/dist/**', 'test/e2e/screenshots/**'],
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'coverage/**',
+      'bench/out/**',
+      '.ci/out/**',
+      'extensions/email-pixel/dist/**',
+      'test/e2e/screenshots/**',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
     languageOptions: { globals: { ...globals.node } },
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true },
+      ],
       // a variable a closure reads before its one assignment cannot be const
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },

@@ -19,9 +19,14 @@ if (isMainThread) {
   fs.mkdirSync(dir, { recursive: true });
   const session = new inspector.Session();
   session.connect();
-  const post = (method, params) => new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
+  const post = (method, params) =>
+    new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
   const start = () =>
-    post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    post('HeapProfiler.startSampling', {
+      samplingInterval: 8192,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
 
   let requests = 0;
   const emit = http.Server.prototype.emit;

@@ -35,7 +35,12 @@ export async function measureParse(targetMB: number): Promise<MemoryRow> {
   try {
     const { id, url } = bulk.createCompleted('bench.myshopify.com', 'orders');
     const size = bulk.resultSize(id);
-    const source = createShopifyBulkSource({ shopify: {} as never, tokens: {} as never, logger: createLogger('silent'), production: false });
+    const source = createShopifyBulkSource({
+      shopify: {} as never,
+      tokens: {} as never,
+      logger: createLogger('silent'),
+      production: false,
+    });
     const ctx = { shopDomain: 'bench.myshopify.com', settings: DEFAULT_SETTINGS, now: new Date() };
     gc?.();
     const before = process.memoryUsage();
@@ -68,9 +73,16 @@ export async function measureParse(targetMB: number): Promise<MemoryRow> {
     gc?.();
     const after = process.memoryUsage();
     return {
-      fileMB: size / MB, lines, orders, seconds,
-      rssBeforeMB: before.rss / MB, rssPeakMB: rssPeak / MB, rssAfterMB: after.rss / MB,
-      heapBeforeMB: before.heapUsed / MB, heapPeakMB: heapPeak / MB, heapAfterMB: after.heapUsed / MB,
+      fileMB: size / MB,
+      lines,
+      orders,
+      seconds,
+      rssBeforeMB: before.rss / MB,
+      rssPeakMB: rssPeak / MB,
+      rssAfterMB: after.rss / MB,
+      heapBeforeMB: before.heapUsed / MB,
+      heapPeakMB: heapPeak / MB,
+      heapAfterMB: after.heapUsed / MB,
     };
   } finally {
     await bulk.close();
@@ -80,19 +92,35 @@ export async function measureParse(targetMB: number): Promise<MemoryRow> {
 
 export function formatTable(rows: MemoryRow[]): string {
   const head = ['file MB', 'lines', 'orders', 'seconds', 'RSS before', 'RSS peak', 'RSS after', 'heap before', 'heap peak', 'heap after'];
-  const body = rows.map((r) => [r.fileMB.toFixed(1), String(r.lines), String(r.orders), r.seconds.toFixed(1), r.rssBeforeMB.toFixed(0), r.rssPeakMB.toFixed(0), r.rssAfterMB.toFixed(0), r.heapBeforeMB.toFixed(0), r.heapPeakMB.toFixed(0), r.heapAfterMB.toFixed(0)]);
+  const body = rows.map((r) => [
+    r.fileMB.toFixed(1),
+    String(r.lines),
+    String(r.orders),
+    r.seconds.toFixed(1),
+    r.rssBeforeMB.toFixed(0),
+    r.rssPeakMB.toFixed(0),
+    r.rssAfterMB.toFixed(0),
+    r.heapBeforeMB.toFixed(0),
+    r.heapPeakMB.toFixed(0),
+    r.heapAfterMB.toFixed(0),
+  ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padStart(widths[i]!)).join(' | ')} |`;
   return [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...body.map(line)].join('\n');
 }
 
 async function main(): Promise<void> {
-  const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
+  const sizes = process.argv
+    .slice(2)
+    .map(Number)
+    .filter((n) => n > 0);
   const rows: MemoryRow[] = [];
   for (const mb of sizes.length ? sizes : [5, 50, 200]) rows.push(await measureParse(mb));
   // --json: the rows alone, for a test that measures in a fresh process of its own
   if (process.argv.includes('--json')) return void process.stdout.write(`${JSON.stringify(rows)}\n`);
-  process.stdout.write(`Reading a bulk JSONL result (MB of memory)${gc ? '' : ' (run with --expose-gc for steadier numbers)'}\n${formatTable(rows)}\n`);
+  process.stdout.write(
+    `Reading a bulk JSONL result (MB of memory)${gc ? '' : ' (run with --expose-gc for steadier numbers)'}\n${formatTable(rows)}\n`,
+  );
 }
 
 if (require.main === module) {

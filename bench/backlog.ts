@@ -6,8 +6,22 @@
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import {
-  createBenchDatabase, eventLoopLag, fmt, heading, peakRss, percentile, providersFromArgs, runMain, seedShops, signedOrderRequests, sleep, startApp, startEmulator,
-  table, withPrisma, type Provider,
+  createBenchDatabase,
+  eventLoopLag,
+  fmt,
+  heading,
+  peakRss,
+  percentile,
+  providersFromArgs,
+  runMain,
+  seedShops,
+  signedOrderRequests,
+  sleep,
+  startApp,
+  startEmulator,
+  table,
+  withPrisma,
+  type Provider,
 } from './lib';
 
 const SHOP = 'backlog-store.myshopify.com';
@@ -50,7 +64,14 @@ async function measure(provider: Provider): Promise<Array<string | number>> {
       for (let i = 0; i < DEPTH; i += BATCH) {
         const rows = Array.from({ length: Math.min(BATCH, DEPTH - i) }, (_, k) => {
           const n = i + k;
-          const [m] = mapWebhook({ topic: 'orders/create', payload: sampleOrder(n), webhookId: `backlog-${n}`, shopDomain: SHOP, receivedAt, settings: DEFAULT_SETTINGS }).messages;
+          const [m] = mapWebhook({
+            topic: 'orders/create',
+            payload: sampleOrder(n),
+            webhookId: `backlog-${n}`,
+            shopDomain: SHOP,
+            receivedAt,
+            settings: DEFAULT_SETTINGS,
+          }).messages;
           return toRow(m!, { shopId, status: 'queued', heldReason: null });
         });
         await prisma.outboxMessage.createMany({ data: rows });
@@ -73,7 +94,10 @@ async function measure(provider: Provider): Promise<Array<string | number>> {
         const batch = await repo.claim(shopId, 'bench', [3, 0, 0, 0], new Date(), 30_000);
         const ms = performance.now() - t;
         if (batch.length !== 3) throw new Error(`claim returned ${batch.length} rows`);
-        await repo.release(batch.map((m) => m.id), 'bench');
+        await repo.release(
+          batch.map((m) => m.id),
+          'bench',
+        );
         return ms;
       });
       return { insertS, claim, scan };
@@ -91,14 +115,25 @@ async function measure(provider: Provider): Promise<Array<string | number>> {
     // stage 1 while the backlog exists (a web process)
     app = await startApp(db, { ...env, ROLE: 'web' });
     await autocannon({ url: app.url, connections: 10, duration: 2, idReplacement: true, requests: signedOrderRequests(SHOP) });
-    const intake = await peakRss(app, autocannon({ url: app.url, connections: 10, duration: INTAKE_S, idReplacement: true, requests: signedOrderRequests(SHOP) }));
+    const intake = await peakRss(
+      app,
+      autocannon({ url: app.url, connections: 10, duration: INTAKE_S, idReplacement: true, requests: signedOrderRequests(SHOP) }),
+    );
     await app.stop();
 
     return [
-      provider, DEPTH.toLocaleString('en-US'), fmt(DEPTH / insertS, 0),
-      `${fmt(claim.p50, 1)} / ${fmt(claim.p99, 1)}`, `${fmt(scan.p50, 1)} / ${fmt(scan.p99, 1)}`,
-      fmt(idleMb, 0), fmt(drain.peakMb, 0), fmt(drained / DRAIN_S, 1), fmt(scrape.p50, 0),
-      fmt(intake.value['2xx'] / INTAKE_S, 0), `${fmt(intake.value.latency.p50, 0)} / ${fmt(intake.value.latency.p99, 0)}`, fmt(intake.peakMb, 0),
+      provider,
+      DEPTH.toLocaleString('en-US'),
+      fmt(DEPTH / insertS, 0),
+      `${fmt(claim.p50, 1)} / ${fmt(claim.p99, 1)}`,
+      `${fmt(scan.p50, 1)} / ${fmt(scan.p99, 1)}`,
+      fmt(idleMb, 0),
+      fmt(drain.peakMb, 0),
+      fmt(drained / DRAIN_S, 1),
+      fmt(scrape.p50, 0),
+      fmt(intake.value['2xx'] / INTAKE_S, 0),
+      `${fmt(intake.value.latency.p50, 0)} / ${fmt(intake.value.latency.p99, 0)}`,
+      fmt(intake.peakMb, 0),
     ];
   } finally {
     await db.drop();
@@ -107,9 +142,18 @@ async function measure(provider: Provider): Promise<Array<string | number>> {
 }
 
 const COLUMNS = [
-  'database', 'queued', 'insert rows/s', 'claim p50 / p99 ms', 'due-shop discovery p50 / p99 ms',
-  'RSS at start MB', 'RSS peak, draining MB', 'drain /s (limit 10)', '/metrics scrape ms',
-  'intake /s, 10 conns (web)', 'intake p50 / p99 ms', 'RSS peak, intake MB',
+  'database',
+  'queued',
+  'insert rows/s',
+  'claim p50 / p99 ms',
+  'due-shop discovery p50 / p99 ms',
+  'RSS at start MB',
+  'RSS peak, draining MB',
+  'drain /s (limit 10)',
+  '/metrics scrape ms',
+  'intake /s, 10 conns (web)',
+  'intake p50 / p99 ms',
+  'RSS peak, intake MB',
 ];
 
 export async function runBacklog(): Promise<void> {

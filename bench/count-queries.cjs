@@ -11,8 +11,12 @@ const file = process.env.QUERY_COUNT_FILE;
 const counts = new Map();
 
 function shape(sql) {
-  const text = String(typeof sql === 'object' && sql !== null ? sql.text : sql).replace(/\s+/g, ' ').trim();
-  const verb = /^WITH/i.test(text) ? `WITH-${(/\)\s+(SELECT|UPDATE|INSERT|DELETE)\s/i.exec(text) || [])[1] || '?'}` : (/^(\w+)/.exec(text) || [])[1] || '?';
+  const text = String(typeof sql === 'object' && sql !== null ? sql.text : sql)
+    .replace(/\s+/g, ' ')
+    .trim();
+  const verb = /^WITH/i.test(text)
+    ? `WITH-${(/\)\s+(SELECT|UPDATE|INSERT|DELETE)\s/i.exec(text) || [])[1] || '?'}`
+    : (/^(\w+)/.exec(text) || [])[1] || '?';
   const table = (/(?:FROM|INTO|UPDATE)\s+(?:[`"]?main[`"]?\.|[`"]?public[`"]?\.)?[`"]?(\w+)/i.exec(text) || [])[1] || '';
   return `${verb.toUpperCase()} ${table}`.trim();
 }

@@ -37,7 +37,12 @@ async function main(): Promise<void> {
       emulator
         .events()
         .slice(Number(n))
-        .map((e) => ({ workspaceId: e.workspaceId, eventName: e.event_name, sourceId: String(e.event_attribute.source_id), receivedAt: e.receivedAt })),
+        .map((e) => ({
+          workspaceId: e.workspaceId,
+          eventName: e.event_name,
+          sourceId: String(e.event_attribute.source_id),
+          receivedAt: e.receivedAt,
+        })),
     loopLag: () => {
       const out = { p99: lag.percentile(99) / 1e6, max: lag.max / 1e6 };
       lag.reset();

@@ -24,7 +24,10 @@ export function openRequests() {
 export async function runIngest(): Promise<void> {
   heading(
     'Ingest: stage 1 (POST /webhooks) beside the bare HMAC route, and stage 2',
-    intakeMethod.describe({ requests: `${BODIES} distinct signed orders/create bodies cycled, a fresh webhook id on every request.`, unit: 'receipts' }),
+    intakeMethod.describe({
+      requests: `${BODIES} distinct signed orders/create bodies cycled, a fresh webhook id on every request.`,
+      unit: 'receipts',
+    }),
   );
   await runIntakeBench({
     bare: { name: 'bare express route (HMAC only)', env: { SHOPIFY_API_SECRET: API_SECRET } },

@@ -10,7 +10,20 @@
 // cold column measures.
 import { randomBytes } from 'node:crypto';
 import {
-  createBenchDatabase, stageBreakdown, EventLog, fmt, heading, percentile, postOrder, providersFromArgs, runMain, seedShops, sleep, startApp, startEmulator, table,
+  createBenchDatabase,
+  stageBreakdown,
+  EventLog,
+  fmt,
+  heading,
+  percentile,
+  postOrder,
+  providersFromArgs,
+  runMain,
+  seedShops,
+  sleep,
+  startApp,
+  startEmulator,
+  table,
 } from './lib';
 
 const SHOPS = Number(process.env.BENCH_LATENCY_SHOPS ?? 10);
@@ -32,7 +45,10 @@ export async function runLatency(): Promise<void> {
     const db = await createBenchDatabase(provider);
     try {
       const ws = await emulator.createWorkspaces(SHOPS);
-      await seedShops(db, domains.map((domain, i) => ({ domain, workspaceId: ws[i]!.id, apiKey: ws[i]!.apiKey })));
+      await seedShops(
+        db,
+        domains.map((domain, i) => ({ domain, workspaceId: ws[i]!.id, apiKey: ws[i]!.apiKey })),
+      );
       const app = await startApp(db, { SERVICE_BASE_URL: emulator.url });
       const events = new EventLog(emulator);
       const tag = randomBytes(3).toString('hex');
@@ -64,7 +80,8 @@ export async function runLatency(): Promise<void> {
         await sleep(1000);
         const warm = WARMUP_S > 0 ? await stream('warmup', WARMUP_S, 0) : null;
         // PostgreSQL: WAL flushes over the run (the whole server's, pg_stat_wal; nothing else runs)
-        const walSyncs = async () => (provider === 'postgres' ? Number((await db.query<{ n: string }>('SELECT wal_sync AS n FROM pg_stat_wal'))[0]!.n) : 0);
+        const walSyncs = async () =>
+          provider === 'postgres' ? Number((await db.query<{ n: string }>('SELECT wal_sync AS n FROM pg_stat_wal'))[0]!.n) : 0;
         const wal0 = await walSyncs();
         const cpu0 = app.cpuSeconds();
         const w0 = Date.now();
@@ -73,12 +90,22 @@ export async function runLatency(): Promise<void> {
         const flushes = (await walSyncs()) - wal0;
         const stages = await stageBreakdown(db, `lat-${tag}-run-`, sentAt, events);
         const pp = (v: number[]) => `${fmt(percentile(v, 50), 0)} / ${fmt(percentile(v, 99), 0)}`;
-        notes.push(`- ${provider}: app CPU ${fmt(cpu, 2)} cores over the run (${fmt((cpu * 1000) / (SHOPS * PER_SHOP_PER_S), 1)} ms of CPU per order); p50 / p99 ms of sent → stored ${pp(stages.stored)}, stored → processed by stage 2 ${pp(stages.processed)}, processed → accepted by the service ${pp(stages.delivered)}${provider === 'postgres' ? `; WAL flushes ${flushes} (${fmt(flushes / sentAt.size, 1)} per order)` : ''}${warm ? `; the warm-up before it (${WARMUP_S} s of the same load, from the app's start, not counted): ${warm.latencies.length} of ${warm.sentAt.size} delivered, ${warm.refused} refused, e2e p50 / p99 / max ${fmt(percentile(warm.latencies, 50), 0)} / ${fmt(percentile(warm.latencies, 99), 0)} / ${fmt(Math.max(...warm.latencies), 0)} ms` : ''}.`);
+        notes.push(
+          `- ${provider}: app CPU ${fmt(cpu, 2)} cores over the run (${fmt((cpu * 1000) / (SHOPS * PER_SHOP_PER_S), 1)} ms of CPU per order); p50 / p99 ms of sent → stored ${pp(stages.stored)}, stored → processed by stage 2 ${pp(stages.processed)}, processed → accepted by the service ${pp(stages.delivered)}${provider === 'postgres' ? `; WAL flushes ${flushes} (${fmt(flushes / sentAt.size, 1)} per order)` : ''}${warm ? `; the warm-up before it (${WARMUP_S} s of the same load, from the app's start, not counted): ${warm.latencies.length} of ${warm.sentAt.size} delivered, ${warm.refused} refused, e2e p50 / p99 / max ${fmt(percentile(warm.latencies, 50), 0)} / ${fmt(percentile(warm.latencies, 99), 0)} / ${fmt(Math.max(...warm.latencies), 0)} ms` : ''}.`,
+        );
         const r429 = (await emulator.requests()).filter((r) => r.status === 429).length;
         rows.push([
-          provider, sentAt.size, latencies.length, refused, r429, events.duplicates(),
+          provider,
+          sentAt.size,
+          latencies.length,
+          refused,
+          r429,
+          events.duplicates(),
           `${fmt(percentile(answered, 50), 0)} / ${fmt(percentile(answered, 99), 0)}`,
-          fmt(percentile(latencies, 50), 0), fmt(percentile(latencies, 95), 0), fmt(percentile(latencies, 99), 0), fmt(Math.max(...latencies), 0),
+          fmt(percentile(latencies, 50), 0),
+          fmt(percentile(latencies, 95), 0),
+          fmt(percentile(latencies, 99), 0),
+          fmt(Math.max(...latencies), 0),
         ]);
       } finally {
         await app.stop();
@@ -88,7 +115,24 @@ export async function runLatency(): Promise<void> {
       await db.drop();
     }
   }
-  console.log(table(['database', 'webhooks accepted', 'events received', 'webhooks refused', '429s', 'sent twice', 'webhook answer p50 / p99 ms', 'e2e p50 ms', 'e2e p95 ms', 'e2e p99 ms', 'e2e max ms'], rows));
+  console.log(
+    table(
+      [
+        'database',
+        'webhooks accepted',
+        'events received',
+        'webhooks refused',
+        '429s',
+        'sent twice',
+        'webhook answer p50 / p99 ms',
+        'e2e p50 ms',
+        'e2e p95 ms',
+        'e2e p99 ms',
+        'e2e max ms',
+      ],
+      rows,
+    ),
+  );
   console.log(`\n${notes.join('\n')}`);
 }
 

@@ -102,7 +102,8 @@ export async function createBenchDatabase(provider: Provider): Promise<BenchData
       provider,
       url,
       query,
-      count: async (table, where) => Number((await query<{ n: string }>(`SELECT count(*) AS n FROM "${table}"${where ? ` WHERE ${where}` : ''}`))[0]!.n),
+      count: async (table, where) =>
+        Number((await query<{ n: string }>(`SELECT count(*) AS n FROM "${table}"${where ? ` WHERE ${where}` : ''}`))[0]!.n),
       drop: async () => {
         const c = new pg.Client({ connectionString: PG_URL });
         await c.connect();
@@ -125,7 +126,8 @@ export async function createBenchDatabase(provider: Provider): Promise<BenchData
       provider,
       url: `file:${file}`,
       query,
-      count: async (table, where) => Number((await query<{ n: number }>(`SELECT count(*) AS n FROM "${table}"${where ? ` WHERE ${where}` : ''}`))[0]!.n),
+      count: async (table, where) =>
+        Number((await query<{ n: number }>(`SELECT count(*) AS n FROM "${table}"${where ? ` WHERE ${where}` : ''}`))[0]!.n),
       drop: async () => fs.rmSync(dir, { recursive: true, force: true }),
     };
   }
@@ -168,7 +170,11 @@ export async function startChild(entry: string, env: Record<string, string>, nam
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, 'bench', entry)], {
     cwd: root,
     env: {
-      PATH: process.env.PATH ?? '', NODE_ENV: 'test', SANDBOX: '1', PORT: '0', LOG_LEVEL: 'warn',
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'test',
+      SANDBOX: '1',
+      PORT: '0',
+      LOG_LEVEL: 'warn',
       // the diagnostic preload's output (bench/count-queries.cjs), when asked for
       ...(process.env.QUERY_COUNT_FILE ? { QUERY_COUNT_FILE: process.env.QUERY_COUNT_FILE } : {}),
       ...env,
@@ -213,7 +219,10 @@ export async function startChild(entry: string, env: Record<string, string>, nam
 }
 
 /** Samples the children's RSS every 250 ms while `during` runs; returns the peak (MB) of each. */
-export async function peakRss<T>(apps: ChildServer | ChildServer[], during: Promise<T>): Promise<{ value: T; peakMb: number; peaks: number[] }> {
+export async function peakRss<T>(
+  apps: ChildServer | ChildServer[],
+  during: Promise<T>,
+): Promise<{ value: T; peakMb: number; peaks: number[] }> {
   const list = Array.isArray(apps) ? apps : [apps];
   const peaks = list.map((a) => a.memory().rssMb);
   let done = false;
@@ -241,13 +250,17 @@ export type Role = 'all' | 'web' | 'worker';
 
 /** The connector as a child process on `db`, in a role (ROLE=web|worker|all). */
 export function startApp(db: BenchDatabase, env: Record<string, string> & { ROLE?: Role } = {}): Promise<ChildServer> {
-  return startChild('app-process.ts', {
-    DATABASE_URL: db.url,
-    SHOPIFY_API_KEY: API_KEY,
-    SHOPIFY_API_SECRET: API_SECRET,
-    ENCRYPTION_KEY,
-    ...env,
-  }, `app-${db.provider}-${env.ROLE ?? 'all'}`);
+  return startChild(
+    'app-process.ts',
+    {
+      DATABASE_URL: db.url,
+      SHOPIFY_API_KEY: API_KEY,
+      SHOPIFY_API_SECRET: API_SECRET,
+      ENCRYPTION_KEY,
+      ...env,
+    },
+    `app-${db.provider}-${env.ROLE ?? 'all'}`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -342,21 +355,38 @@ export async function startEmulator(opts: { rateLimit?: number; maxRecordedReque
 
 async function inProcessEmulator(opts: { rateLimit?: number; maxRecordedRequests?: number }): Promise<RemoteEmulator> {
   const { startServiceEmulator } = await import('../sandbox/service-emulator');
-  const e = await startServiceEmulator({ host: '127.0.0.1', rateLimit: opts.rateLimit ?? 10, maxRecordedRequests: opts.maxRecordedRequests ?? 100_000 });
+  const e = await startServiceEmulator({
+    host: '127.0.0.1',
+    rateLimit: opts.rateLimit ?? 10,
+    maxRecordedRequests: opts.maxRecordedRequests ?? 100_000,
+  });
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
   return {
     url: e.url,
     pid: process.pid,
-    createWorkspaces: async (count, rateLimit) => Array.from({ length: count }, () => {
-      const ws = e.createWorkspace({ rateLimit });
-      return { id: ws.id, apiKey: ws.apiKey };
-    }),
+    createWorkspaces: async (count, rateLimit) =>
+      Array.from({ length: count }, () => {
+        const ws = e.createWorkspace({ rateLimit });
+        return { id: ws.id, apiKey: ws.apiKey };
+      }),
     requests: async (workspaceIds) => {
       const only = workspaceIds ? new Set(workspaceIds) : null;
-      return e.requests().filter((r) => !only || (r.workspaceId !== null && only.has(r.workspaceId))).map((r) => ({ path: r.path, status: r.status, at: r.at, workspaceId: r.workspaceId }));
+      return e
+        .requests()
+        .filter((r) => !only || (r.workspaceId !== null && only.has(r.workspaceId)))
+        .map((r) => ({ path: r.path, status: r.status, at: r.at, workspaceId: r.workspaceId }));
     },
-    eventsSince: async (n) => e.events().slice(n).map((ev) => ({ workspaceId: ev.workspaceId, eventName: ev.event_name, sourceId: String(ev.event_attribute.source_id), receivedAt: ev.receivedAt })),
+    eventsSince: async (n) =>
+      e
+        .events()
+        .slice(n)
+        .map((ev) => ({
+          workspaceId: ev.workspaceId,
+          eventName: ev.event_name,
+          sourceId: String(ev.event_attribute.source_id),
+          receivedAt: ev.receivedAt,
+        })),
     loopLag: async () => {
       const out = { p99: lag.percentile(99) / 1e6, max: lag.max / 1e6 };
       lag.reset();
@@ -446,24 +476,51 @@ export async function seedShops(db: BenchDatabase, shops: SeedShop[]): Promise<M
   await withPrisma(db, async (prisma) => {
     const now = new Date();
     for (let i = 0; i < shops.length; i += 500) {
-      const chunk = shops.slice(i, i + 500).map((s, k) => ({ ...s, id: `bench-shop-${i + k}-${randomBytes(3).toString('hex')}`, n: i + k }));
+      const chunk = shops
+        .slice(i, i + 500)
+        .map((s, k) => ({ ...s, id: `bench-shop-${i + k}-${randomBytes(3).toString('hex')}`, n: i + k }));
       await prisma.shop.createMany({
-        data: chunk.map((s) => ({ id: s.id, domain: s.domain, shopifyId: String(800_000 + s.n), name: s.domain.split('.')[0], tokenStatus: 'active', installedAt: now, createdAt: now, updatedAt: now })),
+        data: chunk.map((s) => ({
+          id: s.id,
+          domain: s.domain,
+          shopifyId: String(800_000 + s.n),
+          name: s.domain.split('.')[0],
+          tokenStatus: 'active',
+          installedAt: now,
+          createdAt: now,
+          updatedAt: now,
+        })),
       });
       await prisma.session.createMany({
         data: chunk.map((s) => {
           const id = `offline_${s.domain}`;
-          return { id, shop: s.domain, state: '', isOnline: false, scope: DEFAULT_SCOPES, accessToken: box.encrypt(`shpat_bench_${s.n}`, id) };
+          return {
+            id,
+            shop: s.domain,
+            state: '',
+            isOnline: false,
+            scope: DEFAULT_SCOPES,
+            accessToken: box.encrypt(`shpat_bench_${s.n}`, id),
+          };
         }),
       });
       await prisma.connection.createMany({
         data: chunk.map((s) => ({
-          shopId: s.id, status: 'connected', workspaceId: s.workspaceId, workspaceName: `Workspace of ${s.domain}`,
-          apiKeyEnc: box.encrypt(s.apiKey, s.id), keyHint: keyHint(s.apiKey), connectedAt: now, lastCheckedAt: now, updatedAt: now,
+          shopId: s.id,
+          status: 'connected',
+          workspaceId: s.workspaceId,
+          workspaceName: `Workspace of ${s.domain}`,
+          apiKeyEnc: box.encrypt(s.apiKey, s.id),
+          keyHint: keyHint(s.apiKey),
+          connectedAt: now,
+          lastCheckedAt: now,
+          updatedAt: now,
         })),
       });
       const fresh = [...new Set(chunk.map((s) => s.workspaceId))].filter((w) => !workspaces.has(w));
-      await prisma.workspacePacer.createMany({ data: fresh.map((workspaceId) => ({ workspaceId, limitPerSec: 10, nextSendUs: 0n, updatedAt: now })) });
+      await prisma.workspacePacer.createMany({
+        data: fresh.map((workspaceId) => ({ workspaceId, limitPerSec: 10, nextSendUs: 0n, updatedAt: now })),
+      });
       for (const w of fresh) workspaces.add(w);
       for (const s of chunk) ids.set(s.domain, s.id);
     }

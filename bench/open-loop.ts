@@ -30,11 +30,16 @@ export interface OpenLoopResult {
   startedPerSec: number;
 }
 
-export async function openLoop(url: string, opts: { rate: number; seconds: number; request: (i: number) => OpenLoopRequest; connections?: number; warmConnections?: number }): Promise<OpenLoopResult> {
+export async function openLoop(
+  url: string,
+  opts: { rate: number; seconds: number; request: (i: number) => OpenLoopRequest; connections?: number; warmConnections?: number },
+): Promise<OpenLoopResult> {
   const pool = new Pool(url, { connections: opts.connections ?? 256, pipelining: 1, keepAliveTimeout: 60_000 });
   // connections opened before the clock starts, as a sender that has been sending keeps them:
   // the first requests of a round then do not each wait for a TCP handshake (any answer will do)
-  await Promise.all(Array.from({ length: opts.warmConnections ?? 0 }, () => pool.request({ path: '/healthz', method: 'GET' }).then((r) => r.body.dump())));
+  await Promise.all(
+    Array.from({ length: opts.warmConnections ?? 0 }, () => pool.request({ path: '/healthz', method: 'GET' }).then((r) => r.body.dump())),
+  );
   const total = Math.round(opts.rate * opts.seconds);
   const period = 1000 / opts.rate;
   const latencies: number[] = [];

@@ -7,8 +7,25 @@
 // process of its own, so its clock is not delayed by this one.
 import { randomUUID } from 'node:crypto';
 import {
-  createBenchDatabase, eventLoopLag, fmt, heading, maxInWindow, pacerEvents, postOrder, providersFromArgs, runMain, seedShops, sleep, startApp, startEmulator, table, withPrisma,
-  type BenchDatabase, type EmulatorRequest, type Provider, type RemoteEmulator,
+  createBenchDatabase,
+  eventLoopLag,
+  fmt,
+  heading,
+  maxInWindow,
+  pacerEvents,
+  postOrder,
+  providersFromArgs,
+  runMain,
+  seedShops,
+  sleep,
+  startApp,
+  startEmulator,
+  table,
+  withPrisma,
+  type BenchDatabase,
+  type EmulatorRequest,
+  type Provider,
+  type RemoteEmulator,
 } from './lib';
 
 const LIMIT = 10;
@@ -26,12 +43,23 @@ async function queueMessages(db: BenchDatabase, shops: Array<{ id: string; domai
     for (const [s, shop] of shops.entries()) {
       const rows = Array.from({ length: perShop }, (_, i) => {
         const n = s * perShop + i;
-        const [m] = mapWebhook({ topic: 'orders/create', payload: sampleOrder(n), webhookId: randomUUID(), shopDomain: shop.domain, receivedAt: now, settings: DEFAULT_SETTINGS }).messages;
+        const [m] = mapWebhook({
+          topic: 'orders/create',
+          payload: sampleOrder(n),
+          webhookId: randomUUID(),
+          shopDomain: shop.domain,
+          receivedAt: now,
+          settings: DEFAULT_SETTINGS,
+        }).messages;
         return toRow(m!, { shopId: shop.id, status: 'queued', heldReason: null });
       });
       await prisma.outboxMessage.createMany({ data: rows });
     }
-    await lowerDue(prisma, db.provider, shops.map((s) => ({ shopId: s.id, runAt: now })));
+    await lowerDue(
+      prisma,
+      db.provider,
+      shops.map((s) => ({ shopId: s.id, runAt: now })),
+    );
   });
 }
 
@@ -52,7 +80,10 @@ interface Lane {
 }
 
 function laneStats(l: Lane) {
-  const ok = l.sends.filter((r) => r.status === 200).map((r) => r.at).sort((a, b) => a - b);
+  const ok = l.sends
+    .filter((r) => r.status === 200)
+    .map((r) => r.at)
+    .sort((a, b) => a - b);
   const spanS = ok.length > 1 ? (ok[ok.length - 1]! - ok[0]!) / 1000 : NaN;
   return {
     delivered: ok.length,
@@ -81,7 +112,10 @@ async function scenario(provider: Provider, emulator: RemoteEmulator, shops: num
   const env = { SERVICE_BASE_URL: emulator.url };
   try {
     const ws = await emulator.createWorkspaces(shops, LIMIT);
-    const ids = await seedShops(db, domains.map((domain, i) => ({ domain, workspaceId: ws[i]!.id, apiKey: ws[i]!.apiKey })));
+    const ids = await seedShops(
+      db,
+      domains.map((domain, i) => ({ domain, workspaceId: ws[i]!.id, apiKey: ws[i]!.apiKey })),
+    );
     const lanes: Lane[] = ws.map((w) => ({ workspaceId: w.id, sends: [] }));
     if (VIA_WEBHOOKS) {
       const intake = await startApp(db, { ...env, ROLE: 'web' });
@@ -93,7 +127,11 @@ async function scenario(provider: Provider, emulator: RemoteEmulator, shops: num
       const stored = await db.count('WebhookReceipt', '"processedAt" IS NULL');
       if (stored !== shops * perShop) throw new Error(`expected ${shops * perShop} stored receipts, found ${stored}`);
     } else {
-      await queueMessages(db, domains.map((domain) => ({ id: ids.get(domain)!, domain })), perShop);
+      await queueMessages(
+        db,
+        domains.map((domain) => ({ id: ids.get(domain)!, domain })),
+        perShop,
+      );
       const queued = await db.count('OutboxMessage', `"status" = 'queued'`);
       if (queued !== shops * perShop) throw new Error(`expected ${shops * perShop} queued messages, found ${queued}`);
     }
@@ -145,7 +183,19 @@ export async function runPacing(): Promise<void> {
     try {
       const single = await scenario(provider, emulator, 1, 600);
       const a = single.lanes[0]!;
-      one.push([provider, a.delivered, fmt(a.rate, 2), fmt(a.rate / LIMIT, 3), a.r429, `${a.maxWindow} (limit ${LIMIT})`, fmt((a.last - a.first) / 1000, 1), `${fmt(single.cpu * 100, 0)}%`, `${fmt(single.lag.p99, 0)} / ${fmt(single.lag.max, 0)}`, `${fmt(single.emulatorLag.p99, 0)} / ${fmt(single.emulatorLag.max, 0)}`, pacerCell(single)]);
+      one.push([
+        provider,
+        a.delivered,
+        fmt(a.rate, 2),
+        fmt(a.rate / LIMIT, 3),
+        a.r429,
+        `${a.maxWindow} (limit ${LIMIT})`,
+        fmt((a.last - a.first) / 1000, 1),
+        `${fmt(single.cpu * 100, 0)}%`,
+        `${fmt(single.lag.p99, 0)} / ${fmt(single.lag.max, 0)}`,
+        `${fmt(single.emulatorLag.p99, 0)} / ${fmt(single.emulatorLag.max, 0)}`,
+        pacerCell(single),
+      ]);
       await emulator.reset();
       const multi = await scenario(provider, emulator, 20, 60);
       const lanes = multi.lanes;
@@ -153,19 +203,64 @@ export async function runPacing(): Promise<void> {
       const delivered = lanes.reduce((n, l) => n + l.delivered, 0);
       const spanS = (Math.max(...lanes.map((l) => l.last)) - Math.min(...lanes.map((l) => l.first))) / 1000;
       many.push([
-        provider, delivered, fmt(delivered / spanS, 1), fmt(delivered / spanS / (20 * LIMIT), 3),
-        `${fmt(Math.min(...rates), 2)} / ${fmt(Math.max(...rates), 2)}`, fmt(Math.min(...rates) / Math.max(...rates), 3),
-        lanes.reduce((n, l) => n + l.r429, 0), `${Math.max(...lanes.map((l) => l.maxWindow))} (limit ${LIMIT})`, fmt(spanS, 1),
-        `${fmt(multi.cpu * 100, 0)}%`, `${fmt(multi.lag.p99, 0)} / ${fmt(multi.lag.max, 0)}`, `${fmt(multi.emulatorLag.p99, 0)} / ${fmt(multi.emulatorLag.max, 0)}`, pacerCell(multi),
+        provider,
+        delivered,
+        fmt(delivered / spanS, 1),
+        fmt(delivered / spanS / (20 * LIMIT), 3),
+        `${fmt(Math.min(...rates), 2)} / ${fmt(Math.max(...rates), 2)}`,
+        fmt(Math.min(...rates) / Math.max(...rates), 3),
+        lanes.reduce((n, l) => n + l.r429, 0),
+        `${Math.max(...lanes.map((l) => l.maxWindow))} (limit ${LIMIT})`,
+        fmt(spanS, 1),
+        `${fmt(multi.cpu * 100, 0)}%`,
+        `${fmt(multi.lag.p99, 0)} / ${fmt(multi.lag.max, 0)}`,
+        `${fmt(multi.emulatorLag.p99, 0)} / ${fmt(multi.emulatorLag.max, 0)}`,
+        pacerCell(multi),
       ]);
     } finally {
       await emulator.close();
     }
   }
   console.log('One workspace, 600 queued messages (target: rate ÷ limit ≥ 0.95, no 429):\n');
-  console.log(table(['database', 'delivered', 'rate /s', 'rate ÷ limit', '429s', 'max in 1 s', 'drain s', 'app CPU', 'app loop lag p99 / max ms', 'emulator loop lag p99 / max ms', 'pacer: sent / moved / late / slowed'], one));
+  console.log(
+    table(
+      [
+        'database',
+        'delivered',
+        'rate /s',
+        'rate ÷ limit',
+        '429s',
+        'max in 1 s',
+        'drain s',
+        'app CPU',
+        'app loop lag p99 / max ms',
+        'emulator loop lag p99 / max ms',
+        'pacer: sent / moved / late / slowed',
+      ],
+      one,
+    ),
+  );
   console.log('\nTwenty workspaces, 60 queued messages each, at once (fairness target ≥ 0.9):\n');
-  console.log(table(['database', 'delivered', 'aggregate /s', 'aggregate ÷ (20 × limit)', 'min / max per workspace /s', 'fairness min÷max', '429s', 'max in 1 s (any workspace)', 'drain s', 'app CPU', 'app loop lag p99 / max ms', 'emulator loop lag p99 / max ms', 'pacer: sent / moved / late / slowed'], many));
+  console.log(
+    table(
+      [
+        'database',
+        'delivered',
+        'aggregate /s',
+        'aggregate ÷ (20 × limit)',
+        'min / max per workspace /s',
+        'fairness min÷max',
+        '429s',
+        'max in 1 s (any workspace)',
+        'drain s',
+        'app CPU',
+        'app loop lag p99 / max ms',
+        'emulator loop lag p99 / max ms',
+        'pacer: sent / moved / late / slowed',
+      ],
+      many,
+    ),
+  );
 }
 
 if (require.main === module) runMain(runPacing);

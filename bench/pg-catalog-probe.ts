@@ -41,7 +41,9 @@ async function main(): Promise<void> {
   }
   const list = (v: number[]) => v.map((x) => fmt(x, 1)).join(', ');
   const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
-  console.log(`First run of ${FIRST.length} statements on a new connection (ms), ${pairs} pairs: cold ${list(times.cold)} (median ${fmt(median(times.cold), 1)}); warmed ${list(times.warmed)} (median ${fmt(median(times.warmed), 1)})`);
+  console.log(
+    `First run of ${FIRST.length} statements on a new connection (ms), ${pairs} pairs: cold ${list(times.cold)} (median ${fmt(median(times.cold), 1)}); warmed ${list(times.warmed)} (median ${fmt(median(times.warmed), 1)})`,
+  );
 }
 
 runMain(main);

@@ -26,13 +26,33 @@ const shopperEmail = (n: number) => `shopper-${n}@example.com`;
 
 function batch(n: number, id: string): string {
   const product = (k: number) => ({
-    id: `${8100 + ((n + k) % 40)}`, title: `Product ${(n + k) % 40}`, url: `/products/p-${(n + k) % 40}`, vendor: 'Bench', type: 'Kitchen',
+    id: `${8100 + ((n + k) % 40)}`,
+    title: `Product ${(n + k) % 40}`,
+    url: `/products/p-${(n + k) % 40}`,
+    vendor: 'Bench',
+    type: 'Kitchen',
   });
-  const variant = (k: number) => ({ id: `${45100 + ((n + k) % 40)}`, title: 'Default Title', sku: `SKU-${k}`, price: { amount: 18 + k, currencyCode: 'USD' }, image: { src: `//cdn.example/p-${k}.png` }, product: product(k) });
+  const variant = (k: number) => ({
+    id: `${45100 + ((n + k) % 40)}`,
+    title: 'Default Title',
+    sku: `SKU-${k}`,
+    price: { amount: 18 + k, currencyCode: 'USD' },
+    image: { src: `//cdn.example/p-${k}.png` },
+    product: product(k),
+  });
   const at = new Date().toISOString();
-  const events = [0, 1, 2, 3].map((k) => ({ id: `${id}-${k}`, name: 'product_viewed', timestamp: at, url: `${STORE}/products/p-${k}`, data: { productVariant: variant(k) } }));
+  const events = [0, 1, 2, 3].map((k) => ({
+    id: `${id}-${k}`,
+    name: 'product_viewed',
+    timestamp: at,
+    url: `${STORE}/products/p-${k}`,
+    data: { productVariant: variant(k) },
+  }));
   events.push({
-    id: `${id}-4`, name: 'product_added_to_cart', timestamp: at, url: `${STORE}/products/p-0`,
+    id: `${id}-4`,
+    name: 'product_added_to_cart',
+    timestamp: at,
+    url: `${STORE}/products/p-0`,
     data: { cartLine: { quantity: 1, cost: { totalAmount: { amount: 18, currencyCode: 'USD' } }, merchandise: variant(0) } } as never,
   });
   const customer = n % 5 === 0 ? { email: shopperEmail(n) } : null;
@@ -66,23 +86,42 @@ export async function runPixel(): Promise<void> {
         const now = new Date();
         await prisma.webPixel.create({ data: { shopId, key: KEY, state: 'active', updatedAt: now } });
         const session = await prisma.session.findFirstOrThrow({ where: { shop: SHOP, isOnline: false } });
-        await prisma.session.update({ where: { id: session.id }, data: { scope: `${session.scope},write_pixels,read_customer_events,read_products` } });
+        await prisma.session.update({
+          where: { id: session.id },
+          data: { scope: `${session.scope},write_pixels,read_customer_events,read_products` },
+        });
         await prisma.productInfo.createMany({
           data: Array.from({ length: PRODUCTS }, (_, k) => ({
-            shopId, productId: `${8100 + k}`, handle: `p-${k}`, title: `Product ${k}`, currency: 'USD', url: `${STORE}/products/p-${k}`, imageUrl: `https://cdn.example/p-${k}.png`,
-            variantImages: JSON.stringify({ [`${45100 + k}`]: null }), variants: JSON.stringify({ [`${45100 + k}`]: { title: 'Default Title', sku: `SKU-${k}`, price: 18 + (k % 4) } }), fetchedAt: now,
+            shopId,
+            productId: `${8100 + k}`,
+            handle: `p-${k}`,
+            title: `Product ${k}`,
+            currency: 'USD',
+            url: `${STORE}/products/p-${k}`,
+            imageUrl: `https://cdn.example/p-${k}.png`,
+            variantImages: JSON.stringify({ [`${45100 + k}`]: null }),
+            variants: JSON.stringify({ [`${45100 + k}`]: { title: 'Default Title', sku: `SKU-${k}`, price: 18 + (k % 4) } }),
+            fetchedAt: now,
           })),
         });
         const keys = createEmailKeys({ key: Buffer.from(ENCRYPTION_KEY, 'base64') });
         await prisma.pixelShopper.createMany({
           data: Array.from({ length: BODIES / 5 }, (_, i) => ({
-            shopId, emailKey: keys.of(shopId, shopperEmail(i * 5)), state: 'vouched', source: 'customer', checkedAt: now, expiresAt: new Date(now.getTime() + 30 * 86_400_000),
+            shopId,
+            emailKey: keys.of(shopId, shopperEmail(i * 5)),
+            state: 'vouched',
+            source: 'customer',
+            checkedAt: now,
+            expiresAt: new Date(now.getTime() + 30 * 86_400_000),
           })),
         });
       }),
     // one shop, one address and 20 emails take all the load: their limits are raised, so every batch is stored and processed, not dropped
     appEnv: {
-      PIXEL_RATE_PER_SHOP: '1000000', PIXEL_RATE_PER_IP: '1000000', PIXEL_EVENTS_PER_EMAIL_DAY: '10000000', PIXEL_ABANDONMENTS_PER_EMAIL_DAY: '10000000',
+      PIXEL_RATE_PER_SHOP: '1000000',
+      PIXEL_RATE_PER_IP: '1000000',
+      PIXEL_EVENTS_PER_EMAIL_DAY: '10000000',
+      PIXEL_ABANDONMENTS_PER_EMAIL_DAY: '10000000',
     },
     stage2Note: (metrics) => {
       const count = (re: RegExp) => [...metrics.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
@@ -96,7 +135,14 @@ export async function runPixel(): Promise<void> {
     closedRequests: (): autocannon.Request[] => {
       const prefix = randomBytes(4).toString('hex');
       let i = 0;
-      return [{ method: 'POST', path: PIXEL_PATH, headers: HEADERS, setupRequest: (req) => ({ ...req, body: batch(i % BODIES, `${prefix}-k${i++}`) }) }];
+      return [
+        {
+          method: 'POST',
+          path: PIXEL_PATH,
+          headers: HEADERS,
+          setupRequest: (req) => ({ ...req, body: batch(i % BODIES, `${prefix}-k${i++}`) }),
+        },
+      ];
     },
     openRequests: { module: 'pixel', factory: 'openRequests' },
     unitsPerReceipt: 5,

@@ -6,8 +6,24 @@
 // PostgreSQL 1 web + 2 workers.
 import { randomUUID } from 'node:crypto';
 import {
-  createBenchDatabase, fmt, heading, maxInWindow, percentile, postOrder, providersFromArgs, runMain, seedShops, sleep, startApp, startEmulator, table, withPrisma,
-  type BenchDatabase, type ChildServer, type Provider, type RemoteEmulator,
+  createBenchDatabase,
+  fmt,
+  heading,
+  maxInWindow,
+  percentile,
+  postOrder,
+  providersFromArgs,
+  runMain,
+  seedShops,
+  sleep,
+  startApp,
+  startEmulator,
+  table,
+  withPrisma,
+  type BenchDatabase,
+  type ChildServer,
+  type Provider,
+  type RemoteEmulator,
 } from './lib';
 
 const LIMIT = 10;
@@ -24,7 +40,17 @@ async function queueBacklog(db: BenchDatabase, shopId: string): Promise<void> {
     Array.from({ length: n }, (_, i) => {
       const sourceId = `${eventName}-${i}`;
       const email = `shopper-${i % 500}@example.com`;
-      return { shopId, sourceId, topic: 'bench', eventName, deliveryClass, email, body: JSON.stringify({ event_name: eventName, email, event_attribute: { source_id: sourceId } }), runAt: now, dueAt: now };
+      return {
+        shopId,
+        sourceId,
+        topic: 'bench',
+        eventName,
+        deliveryClass,
+        email,
+        body: JSON.stringify({ event_name: eventName, email, event_attribute: { source_id: sourceId } }),
+        runAt: now,
+        dueAt: now,
+      };
     });
   await withPrisma(db, async (prisma) => {
     for (const batch of [rows(BEHAVIOUR, 'viewed_product', 2), rows(HISTORY, 'order_imported', 3)]) {
@@ -55,7 +81,12 @@ async function scenario(provider: Provider, emulator: RemoteEmulator, split: boo
     const ids = await seedShops(db, [{ domain: DOMAIN, workspaceId: ws!.id, apiKey: ws!.apiKey }]);
     await queueBacklog(db, ids.get(DOMAIN)!);
     const env = { SERVICE_BASE_URL: emulator.url };
-    if (split) apps.push(await startApp(db, { ...env, ROLE: 'web' }), await startApp(db, { ...env, ROLE: 'worker' }), await startApp(db, { ...env, ROLE: 'worker' }));
+    if (split)
+      apps.push(
+        await startApp(db, { ...env, ROLE: 'web' }),
+        await startApp(db, { ...env, ROLE: 'worker' }),
+        await startApp(db, { ...env, ROLE: 'worker' }),
+      );
     else apps.push(await startApp(db, env));
     const intake = apps[0]!;
     // the backlog drains a few seconds first, so the orders arrive behind a running lane
@@ -77,21 +108,35 @@ async function scenario(provider: Provider, emulator: RemoteEmulator, split: boo
       await sleep(250);
       events = await emulator.eventsSince(0);
     }
-    const due = await withPrisma(db, (prisma) => prisma.outboxMessage.findMany({ where: { eventName: 'order_placed' }, select: { sourceId: true, dueAt: true } }));
+    const due = await withPrisma(db, (prisma) =>
+      prisma.outboxMessage.findMany({ where: { eventName: 'order_placed' }, select: { sourceId: true, dueAt: true } }),
+    );
     const dueAt = new Map(due.map((m) => [m.sourceId, m.dueAt.getTime()]));
-    const latencies = events.filter((e) => e.eventName === 'order_placed' && dueAt.has(e.sourceId)).map((e) => e.receivedAt - dueAt.get(e.sourceId)!);
+    const latencies = events
+      .filter((e) => e.eventName === 'order_placed' && dueAt.has(e.sourceId))
+      .map((e) => e.receivedAt - dueAt.get(e.sourceId)!);
     const window = events.filter((e) => e.receivedAt >= started && e.receivedAt < ended);
     const shares: Record<string, number> = {};
-    for (const [cls, name] of [['critical', 'order_placed'], ['behaviour', 'viewed_product'], ['history', 'order_imported']] as const) {
+    for (const [cls, name] of [
+      ['critical', 'order_placed'],
+      ['behaviour', 'viewed_product'],
+      ['history', 'order_imported'],
+    ] as const) {
       shares[cls] = window.filter((e) => e.eventName === name).length / Math.max(1, window.length);
     }
     const sends = (await emulator.requests([ws!.id])).filter((r) => r.path.includes('/webhook/send'));
     const inWindow = sends.filter((r) => r.at >= started && r.at < ended);
     return {
-      deployment: split ? '1 web + 2 workers' : 'ROLE=all', provider, orders: latencies.length,
-      p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies),
-      shares, pace: inWindow.filter((r) => r.status === 200).length / ((ended - started) / 1000) / LIMIT,
-      r429: sends.filter((r) => r.status === 429).length, maxWindow: maxInWindow(sends.map((r) => r.at)),
+      deployment: split ? '1 web + 2 workers' : 'ROLE=all',
+      provider,
+      orders: latencies.length,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      max: Math.max(...latencies),
+      shares,
+      pace: inWindow.filter((r) => r.status === 200).length / ((ended - started) / 1000) / LIMIT,
+      r429: sends.filter((r) => r.status === 429).length,
+      maxWindow: maxInWindow(sends.map((r) => r.at)),
     };
   } finally {
     await Promise.all(apps.map((a) => a.stop()));
@@ -112,17 +157,38 @@ export async function runPriority(): Promise<void> {
       try {
         const r = await scenario(provider, emulator, split);
         rows.push([
-          r.provider, r.deployment, r.orders, `${fmt(r.p50, 0)} / ${fmt(r.p99, 0)} / ${fmt(r.max, 0)}`,
+          r.provider,
+          r.deployment,
+          r.orders,
+          `${fmt(r.p50, 0)} / ${fmt(r.p99, 0)} / ${fmt(r.max, 0)}`,
           `${fmt(r.shares.critical! * 100, 1)} / ${fmt(r.shares.behaviour! * 100, 1)} / ${fmt(r.shares.history! * 100, 1)}`,
-          fmt(r.pace, 3), r.r429, `${r.maxWindow} (limit ${LIMIT})`,
+          fmt(r.pace, 3),
+          r.r429,
+          `${r.maxWindow} (limit ${LIMIT})`,
         ]);
       } finally {
         await emulator.close();
       }
     }
   }
-  console.log('Targets: order p99 ≤ 1,500 ms and max ≤ 2,000 ms; history at its 5% floor ± 2 points (behaviour, above its 10% floor, takes what orders leave); pace ≥ 0.95; no 429; never more than the limit in a second.\n');
-  console.log(table(['database', 'deployment', 'orders', 'order latency p50 / p99 / max ms', 'share % critical / behaviour / history', 'pace ÷ limit', '429s', 'max in 1 s'], rows));
+  console.log(
+    'Targets: order p99 ≤ 1,500 ms and max ≤ 2,000 ms; history at its 5% floor ± 2 points (behaviour, above its 10% floor, takes what orders leave); pace ≥ 0.95; no 429; never more than the limit in a second.\n',
+  );
+  console.log(
+    table(
+      [
+        'database',
+        'deployment',
+        'orders',
+        'order latency p50 / p99 / max ms',
+        'share % critical / behaviour / history',
+        'pace ÷ limit',
+        '429s',
+        'max in 1 s',
+      ],
+      rows,
+    ),
+  );
 }
 
 if (require.main === module) runMain(runPriority);

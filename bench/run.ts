@@ -42,7 +42,11 @@ function machine(args: string[]): string {
 /** Runs one benchmark script, streaming its output and keeping a copy. */
 function runScript(name: string, args: string[]): Promise<{ status: number | null; stdout: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench', `${name}.ts`), ...args], { cwd: root, env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench', `${name}.ts`), ...args], {
+      cwd: root,
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString('utf8');

@@ -25,8 +25,28 @@ import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import { sampleOrder } from '../sandbox/samples';
 import {
-  createBenchDatabase, stageBreakdown, EventLog, fmt, heading, maxInWindow, percentile, postOrder, providersFromArgs, runMain, seedShops, signedWebhook, sleep, startApp, startEmulator, table, withPrisma,
-  type BenchDatabase, type Stages, type ChildServer, type Provider, type RemoteEmulator,
+  createBenchDatabase,
+  stageBreakdown,
+  EventLog,
+  fmt,
+  heading,
+  maxInWindow,
+  percentile,
+  postOrder,
+  providersFromArgs,
+  runMain,
+  seedShops,
+  signedWebhook,
+  sleep,
+  startApp,
+  startEmulator,
+  table,
+  withPrisma,
+  type BenchDatabase,
+  type Stages,
+  type ChildServer,
+  type Provider,
+  type RemoteEmulator,
 } from './lib';
 
 const SHOPS = Number(process.env.BENCH_SCALE_SHOPS ?? 5000);
@@ -76,7 +96,14 @@ async function seedFutureWork(db: BenchDatabase, shops: Array<{ id: string; doma
     for (let i = 0; i < shops.length; i += 500) {
       const chunk = shops.slice(i, i + 500);
       const rows = chunk.map((s) => {
-        const out = mapWebhook({ topic: 'checkouts/create', payload: sampleCheckout(s.n, { at: now }), webhookId: `seed-${s.n}`, shopDomain: s.domain, receivedAt: now, settings: DEFAULT_SETTINGS });
+        const out = mapWebhook({
+          topic: 'checkouts/create',
+          payload: sampleCheckout(s.n, { at: now }),
+          webhookId: `seed-${s.n}`,
+          shopDomain: s.domain,
+          receivedAt: now,
+          settings: DEFAULT_SETTINGS,
+        });
         const m = [...out.messages, ...(out.upserts ?? [])].find((x) => x.eventName === 'checkout_abandoned');
         if (!m || m.runAt.getTime() < now.getTime() + 30 * 60_000) throw new Error('expected a checkout_abandoned due in an hour');
         earliest = Math.min(earliest, m.runAt.getTime());
@@ -84,7 +111,11 @@ async function seedFutureWork(db: BenchDatabase, shops: Array<{ id: string; doma
       });
       await prisma.outboxMessage.createMany({ data: rows });
       // indexed as due, as stage 2 does in the same transaction as its inserts
-      await lowerDue(prisma, db.provider, rows.map((r) => ({ shopId: r.shopId, runAt: r.runAt as Date })));
+      await lowerDue(
+        prisma,
+        db.provider,
+        rows.map((r) => ({ shopId: r.shopId, runAt: r.runAt as Date })),
+      );
     }
   });
   return (earliest - now.getTime()) / 60_000;
@@ -105,13 +136,22 @@ async function scenario(setup: Setup): Promise<Outcome> {
   try {
     const t0 = Date.now();
     const workspaces = await emulator.createWorkspaces(SHOPS + 1);
-    const seeds = Array.from({ length: SHOPS }, (_, i) => ({ domain: domainOf(i), workspaceId: workspaces[i]!.id, apiKey: workspaces[i]!.apiKey }));
+    const seeds = Array.from({ length: SHOPS }, (_, i) => ({
+      domain: domainOf(i),
+      workspaceId: workspaces[i]!.id,
+      apiKey: workspaces[i]!.apiKey,
+    }));
     seeds.push({ domain: BURST_DOMAIN, workspaceId: workspaces[SHOPS]!.id, apiKey: workspaces[SHOPS]!.apiKey });
     const ids = await seedShops(db, seeds);
-    const dueInMin = await seedFutureWork(db, Array.from({ length: SHOPS }, (_, i) => ({ id: ids.get(domainOf(i))!, domain: domainOf(i), n: i })));
+    const dueInMin = await seedFutureWork(
+      db,
+      Array.from({ length: SHOPS }, (_, i) => ({ id: ids.get(domainOf(i))!, domain: domainOf(i), n: i })),
+    );
     const queued = await db.count('OutboxMessage', `"status" = 'queued'`);
     const indexed = await db.count('ShopDue', '"dueAt" IS NOT NULL');
-    process.stderr.write(`[scale ${setup.name}] seeded ${SHOPS + 1} shops, ${queued} queued messages (${indexed} shops indexed), due in ${fmt(dueInMin, 0)} min, in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+    process.stderr.write(
+      `[scale ${setup.name}] seeded ${SHOPS + 1} shops, ${queued} queued messages (${indexed} shops indexed), due in ${fmt(dueInMin, 0)} min, in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`,
+    );
 
     apps = await startProcesses(db, setup, { SERVICE_BASE_URL: emulator.url });
     const web = apps[setup.roles.findIndex((r) => r !== 'worker')]!;
@@ -192,18 +232,28 @@ async function scenario(setup: Setup): Promise<Outcome> {
     const drainS = (Date.now() - b0) / 1000;
     mark('burst delivered');
     const emulatorLag = await emulator.loopLag();
-    const lags = await Promise.all(apps.map(async (a) => {
-      try {
-        const text = await (await fetch(`${a.url}/metrics`)).text();
-        const read = (name: string) => Number(new RegExp(`^${name} ([0-9.eE+-]+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000;
-        return `${fmt(read('nodejs_eventloop_lag_p99_seconds'), 0)}/${fmt(read('nodejs_eventloop_lag_max_seconds'), 0)}`;
-      } catch {
-        return 'n/a';
-      }
-    }));
-    const burstWs = (await db.query<{ workspaceId: string }>(`SELECT "workspaceId" FROM "Connection" WHERE "shopId" = ${db.provider === 'postgres' ? '$1' : '?'}`, [ids.get(BURST_DOMAIN)]))[0]!.workspaceId;
+    const lags = await Promise.all(
+      apps.map(async (a) => {
+        try {
+          const text = await (await fetch(`${a.url}/metrics`)).text();
+          const read = (name: string) => Number(new RegExp(`^${name} ([0-9.eE+-]+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000;
+          return `${fmt(read('nodejs_eventloop_lag_p99_seconds'), 0)}/${fmt(read('nodejs_eventloop_lag_max_seconds'), 0)}`;
+        } catch {
+          return 'n/a';
+        }
+      }),
+    );
+    const burstWs = (
+      await db.query<{ workspaceId: string }>(
+        `SELECT "workspaceId" FROM "Connection" WHERE "shopId" = ${db.provider === 'postgres' ? '$1' : '?'}`,
+        [ids.get(BURST_DOMAIN)],
+      )
+    )[0]!.workspaceId;
     const sends = (await emulator.requests([burstWs])).filter((r) => r.path.includes('/webhook/send'));
-    const ok = sends.filter((r) => r.status === 200).map((r) => r.at).sort((a, b) => a - b);
+    const ok = sends
+      .filter((r) => r.status === 200)
+      .map((r) => r.at)
+      .sort((a, b) => a - b);
     await events.poll();
     return {
       setup,
@@ -246,7 +296,8 @@ export async function runScale(): Promise<void> {
   );
   const setups: Setup[] = [];
   for (const p of providers) setups.push({ name: `${p}, 1 process`, provider: p, roles: ['all'] });
-  if (providers.includes('postgres')) setups.push({ name: 'postgres, 1 web + 2 workers', provider: 'postgres', roles: ['web', 'worker', 'worker'] });
+  if (providers.includes('postgres'))
+    setups.push({ name: 'postgres, 1 web + 2 workers', provider: 'postgres', roles: ['web', 'worker', 'worker'] });
 
   const rows: Array<Array<string | number>> = [];
   const notes: string[] = [];
@@ -275,7 +326,22 @@ export async function runScale(): Promise<void> {
         `event-loop delay p99/max ms: app ${o.appLag} (${s.roles.join(', ')}), emulator ${fmt(o.emulatorLag.p99, 0)}/${fmt(o.emulatorLag.max, 0)}.`,
     );
   }
-  console.log(table(['setup', 'shops', 'idle CPU (cores)', `${HOT} due at once: p50 / p99 / max ms`, `${HOT} more at once, warm: p50 / p99 / max ms`, 'burst 429s', 'burst busiest 1 s', 'burst rate ÷ limit', 'sent twice'], rows));
+  console.log(
+    table(
+      [
+        'setup',
+        'shops',
+        'idle CPU (cores)',
+        `${HOT} due at once: p50 / p99 / max ms`,
+        `${HOT} more at once, warm: p50 / p99 / max ms`,
+        'burst 429s',
+        'burst busiest 1 s',
+        'burst rate ÷ limit',
+        'sent twice',
+      ],
+      rows,
+    ),
+  );
   console.log(`\n${notes.join('\n')}`);
 }
 

@@ -32,11 +32,35 @@ function samplePayload(topic: string, n: number): unknown {
       return { ...sampleOrder(n), cancelled_at: null, cancel_reason: null };
     case 'orders/paid':
     case 'orders/cancelled':
-      return { ...sampleOrder(n), cancelled_at: topic === 'orders/cancelled' ? new Date().toISOString() : null, cancel_reason: topic === 'orders/cancelled' ? 'customer' : null };
+      return {
+        ...sampleOrder(n),
+        cancelled_at: topic === 'orders/cancelled' ? new Date().toISOString() : null,
+        cancel_reason: topic === 'orders/cancelled' ? 'customer' : null,
+      };
     case 'orders/fulfilled':
-      return { ...sampleOrder(n), fulfillment_status: 'fulfilled', fulfillments: [{ id: n, status: 'success', tracking_number: `1Z${n}`, tracking_numbers: [`1Z${n}`], tracking_url: `https://track.example.com/1Z${n}`, tracking_urls: [`https://track.example.com/1Z${n}`] }] };
+      return {
+        ...sampleOrder(n),
+        fulfillment_status: 'fulfilled',
+        fulfillments: [
+          {
+            id: n,
+            status: 'success',
+            tracking_number: `1Z${n}`,
+            tracking_numbers: [`1Z${n}`],
+            tracking_url: `https://track.example.com/1Z${n}`,
+            tracking_urls: [`https://track.example.com/1Z${n}`],
+          },
+        ],
+      };
     case 'refunds/create':
-      return { id: 6_000_000 + n, order_id: sampleOrder(n).id, created_at: new Date().toISOString(), note: null, refund_line_items: [], transactions: [{ kind: 'refund', status: 'success', amount: '12.00', currency: 'USD' }] };
+      return {
+        id: 6_000_000 + n,
+        order_id: sampleOrder(n).id,
+        created_at: new Date().toISOString(),
+        note: null,
+        refund_line_items: [],
+        transactions: [{ kind: 'refund', status: 'success', amount: '12.00', currency: 'USD' }],
+      };
     case 'checkouts/create':
     case 'checkouts/update':
       return sampleCheckout(n, { at: new Date() });
@@ -49,7 +73,11 @@ function samplePayload(topic: string, n: number): unknown {
     case 'fulfillments/update': {
       if (!story.fulfillment) Object.assign(story, { fulfillment: n, step: 0 });
       const status = SHIPMENT_SEQUENCE[Math.max(0, story.step - 1)] ?? 'in_transit';
-      return sampleFulfillment(story.fulfillment, { order: story.order || story.fulfillment, shipmentStatus: status, updatedAt: new Date() });
+      return sampleFulfillment(story.fulfillment, {
+        order: story.order || story.fulfillment,
+        shipmentStatus: status,
+        updatedAt: new Date(),
+      });
     }
     case 'fulfillment_events/create': {
       // an event before any fulfillments/create: a fresh fulfillment, as Shopify's unordered delivery may show
@@ -74,10 +102,20 @@ async function dev(): Promise<void> {
   const emulator = useEmulator ? await startServiceEmulator({ port: Number(new URL(config.service.baseUrl).port), host: DEV_HOST }) : null;
   const workspace = emulator?.createWorkspace({ name: 'Sandbox Workspace' });
   const shop = useFakeShop
-    ? await startFakeShop({ apiKey: config.shopify.apiKey, apiSecret: config.shopify.apiSecret, port: FAKE_SHOP_PORT, host: DEV_HOST, shops: [{ domain: DEV_SHOP, id: '548380009', name: 'Demo Store' }],
+    ? await startFakeShop({
+        apiKey: config.shopify.apiKey,
+        apiSecret: config.shopify.apiSecret,
+        port: FAKE_SHOP_PORT,
+        host: DEV_HOST,
+        shops: [{ domain: DEV_SHOP, id: '548380009', name: 'Demo Store' }],
         // the storefront runs the web pixel with the settings the app gave it (webPixelCreate), as Shopify does,
         // and sends the app its checkouts' signed webhooks, which vouch for the email typed at checkout
-        storefront: { appUrl: config.shopify.appUrl, webhooks: true, pixelKey: (): string | null => pixelKeyOf(shop?.webPixel(DEV_SHOP)?.settings) } })
+        storefront: {
+          appUrl: config.shopify.appUrl,
+          webhooks: true,
+          pixelKey: (): string | null => pixelKeyOf(shop?.webPixel(DEV_SHOP)?.settings),
+        },
+      })
     : null;
   let n = Math.floor(Date.now() / 1000) % 100_000;
 
@@ -86,9 +124,14 @@ async function dev(): Promise<void> {
     ui: {
       mintDevSessionToken: createDevSessionMinter(config),
       devShop: DEV_SHOP,
-      simulate: shop ? (topic, domain) => shop.sendWebhook(running.url, { topic, shopDomain: domain, payload: samplePayload(topic, (n += 1)) }) : undefined,
+      simulate: shop
+        ? (topic, domain) => shop.sendWebhook(running.url, { topic, shopDomain: domain, payload: samplePayload(topic, (n += 1)) })
+        : undefined,
       // the merchant grants optional scopes in the simulated shop; like Shopify, it then sends app/scopes_update
-      grantScopes: shop ? (domain, scopes) => shop.sendWebhook(running.url, { topic: 'app/scopes_update', shopDomain: domain, payload: shop.grantScopes(domain, scopes) }) : undefined,
+      grantScopes: shop
+        ? (domain, scopes) =>
+            shop.sendWebhook(running.url, { topic: 'app/scopes_update', shopDomain: domain, payload: shop.grantScopes(domain, scopes) })
+        : undefined,
       sandboxLinks: emulator ? [{ label: 'Events received by the service emulator', href: `${emulator.url}/_sandbox/events` }] : [],
     },
   });
@@ -109,7 +152,9 @@ async function dev(): Promise<void> {
     '  Connector running in sandbox mode',
     `    Admin page:       ${config.shopify.appUrl}/  (acts as ${DEV_SHOP})`,
     `    Health:           ${running.url}/healthz   Metrics: ${running.opsUrl ?? running.url}/metrics`,
-    emulator ? `    Service emulator: ${emulator.url}   (received events: ${emulator.url}/_sandbox/events)` : `    Email service:    ${config.service.baseUrl}`,
+    emulator
+      ? `    Service emulator: ${emulator.url}   (received events: ${emulator.url}/_sandbox/events)`
+      : `    Email service:    ${config.service.baseUrl}`,
     shop ? `    Simulated shop:   ${shop.url}  (${DEV_SHOP}, installed; its storefront, running the web pixel: ${shop.url}/)` : '',
     workspace ? `\n  Paste this sandbox API key in the page to connect: ${workspace.apiKey}` : '',
     '  Then use the Simulate panel on the page to send orders, checkouts and customers.',

@@ -10,14 +10,30 @@ import { graphqlRoutes, shopQueryHandler, type GraphqlHandler } from './fake-sho
 import { signHs256, type SessionTokenClaims } from './fake-shop/jwt';
 import { approveAuthorization, oauthRoutes, signOAuthQuery } from './fake-shop/oauth';
 import { storefrontRoutes, type StorefrontOptions } from './fake-shop/storefront';
-import { FakeShopState, type FailEndpoint, type FakeShopInit, type FakeShopRecord, type ScopesUpdatePayload, type TokenStats } from './fake-shop/state';
+import {
+  FakeShopState,
+  type FailEndpoint,
+  type FakeShopInit,
+  type FakeShopRecord,
+  type ScopesUpdatePayload,
+  type TokenStats,
+} from './fake-shop/state';
 import { catalogHandler, FakeCatalog, productImageRoutes, sampleProducts, type FakeProductInit } from './fake-shop/catalog';
 import { CostBuckets, type ThrottleStatus } from './fake-shop/cost';
 import { customersHandler, FakeCustomers, type FakeCustomerInit } from './fake-shop/customers';
 import { accessScopesHandler, pixelHandler, type FakePixel } from './fake-shop/pixels';
 import { deliverWebhook, signWebhook, type SignedWebhook, type WebhookOptions } from './fake-shop/webhooks';
 
-export type { FakeShopInit, FakeShopRecord, TokenStats, GraphqlHandler, SessionTokenClaims, WebhookOptions, SignedWebhook, StorefrontOptions };
+export type {
+  FakeShopInit,
+  FakeShopRecord,
+  TokenStats,
+  GraphqlHandler,
+  SessionTokenClaims,
+  WebhookOptions,
+  SignedWebhook,
+  StorefrontOptions,
+};
 export type { GraphqlRequest } from './fake-shop/graphql';
 export type { FakeProductInit, FakePixel, ScopesUpdatePayload, ThrottleStatus, FakeCustomerInit };
 export { signOAuthQuery };
@@ -105,7 +121,11 @@ export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
   const pixels = new Map<string, FakePixel>();
   const customers = new FakeCustomers();
   const handlers: GraphqlHandler[] = [
-    catalogHandler(state, catalog, costs), customersHandler(state, customers, costs), pixelHandler(state, pixels, costs), accessScopesHandler(state, costs), shopQueryHandler,
+    catalogHandler(state, catalog, costs),
+    customersHandler(state, customers, costs),
+    pixelHandler(state, pixels, costs),
+    accessScopesHandler(state, costs),
+    shopQueryHandler,
   ];
 
   const app = express();

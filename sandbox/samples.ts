@@ -2,8 +2,19 @@
 // the fake shop's bulk operations. Deterministic for a given n, so runs are repeatable.
 const FIRST = ['Ava', 'Liam', 'Mia', 'Noah', 'Zoe', 'Omar', 'Ines', 'Kenji', 'Sara', 'Luca'];
 const LAST = ['Martin', 'Khan', 'Silva', 'Novak', 'Dubois', 'Okafor', 'Tanaka', 'Rossi', 'Berg', 'Lopez'];
-const CITIES: Array<[string, string]> = [['Paris', 'FR'], ['Berlin', 'DE'], ['Toronto', 'CA'], ['Austin', 'US'], ['Lisbon', 'PT']];
-const PRODUCTS: Array<[string, string, string]> = [['Linen Shirt', 'M / Sand', '49.00'], ['Canvas Tote', 'Natural', '24.50'], ['Wool Beanie', 'Charcoal', '19.99'], ['Trail Socks', 'L', '12.00']];
+const CITIES: Array<[string, string]> = [
+  ['Paris', 'FR'],
+  ['Berlin', 'DE'],
+  ['Toronto', 'CA'],
+  ['Austin', 'US'],
+  ['Lisbon', 'PT'],
+];
+const PRODUCTS: Array<[string, string, string]> = [
+  ['Linen Shirt', 'M / Sand', '49.00'],
+  ['Canvas Tote', 'Natural', '24.50'],
+  ['Wool Beanie', 'Charcoal', '19.99'],
+  ['Trail Socks', 'L', '12.00'],
+];
 
 const pick = <T>(arr: T[], n: number): T => arr[n % arr.length]!;
 const money = (n: number) => n.toFixed(2);
@@ -26,7 +37,11 @@ export function sampleCustomer(n: number, domain = 'demo-store.myshopify.com') {
     total_spent: money((n % 7) * 37.5),
     created_at: at,
     updated_at: at,
-    email_marketing_consent: { state: subscribed ? 'subscribed' : 'not_subscribed', opt_in_level: subscribed ? 'single_opt_in' : null, consent_updated_at: subscribed ? at : null },
+    email_marketing_consent: {
+      state: subscribed ? 'subscribed' : 'not_subscribed',
+      opt_in_level: subscribed ? 'single_opt_in' : null,
+      consent_updated_at: subscribed ? at : null,
+    },
     default_address: { city, country_code: country, zip: '10001' },
     addresses: [{ city, country_code: country, zip: '10001', default: true }],
     admin_graphql_api_id: `gid://shopify/Customer/${7_000_000_000_000 + n}`,
@@ -63,13 +78,40 @@ export function sampleOrder(n: number, opts: { customer?: number; checkoutToken?
     order_status_url: `https://demo-store.myshopify.com/orders/${id}/authenticate?key=k${n}`,
     tags: '',
     test: false,
-    customer: { id: c.id, email: c.email, first_name: c.first_name, last_name: c.last_name, phone: c.phone, email_marketing_consent: c.email_marketing_consent, default_address: c.default_address },
+    customer: {
+      id: c.id,
+      email: c.email,
+      first_name: c.first_name,
+      last_name: c.last_name,
+      phone: c.phone,
+      email_marketing_consent: c.email_marketing_consent,
+      default_address: c.default_address,
+    },
     line_items: items.map(([title, variant, price], i) => ({
-      id: id * 10 + i, product_id: 8_000_000_000 + ((n + i) % 4), variant_id: 9_000_000_000 + ((n + i) % 4), title, variant_title: variant,
-      sku: `SKU-${(n + i) % 4}`, vendor: 'Demo', quantity: 1 + ((n + i) % 2), price,
+      id: id * 10 + i,
+      product_id: 8_000_000_000 + ((n + i) % 4),
+      variant_id: 9_000_000_000 + ((n + i) % 4),
+      title,
+      variant_title: variant,
+      sku: `SKU-${(n + i) % 4}`,
+      vendor: 'Demo',
+      quantity: 1 + ((n + i) % 2),
+      price,
     })),
-    shipping_address: { first_name: c.first_name, last_name: c.last_name, city: c.default_address.city, country_code: c.default_address.country_code, zip: '10001' },
-    billing_address: { first_name: c.first_name, last_name: c.last_name, city: c.default_address.city, country_code: c.default_address.country_code, zip: '10001' },
+    shipping_address: {
+      first_name: c.first_name,
+      last_name: c.last_name,
+      city: c.default_address.city,
+      country_code: c.default_address.country_code,
+      zip: '10001',
+    },
+    billing_address: {
+      first_name: c.first_name,
+      last_name: c.last_name,
+      city: c.default_address.city,
+      country_code: c.default_address.country_code,
+      zip: '10001',
+    },
     fulfillments: [],
     refunds: [],
   };
@@ -93,8 +135,24 @@ export function sampleCheckout(n: number, opts: { completed?: boolean; at?: Date
     total_price: price,
     subtotal_price: price,
     abandoned_checkout_url: `https://demo-store.myshopify.com/checkouts/${token}/recover?key=r${n}`,
-    line_items: [{ product_id: 8_000_000_000 + (n % 4), variant_id: 9_000_000_000 + (n % 4), title, variant_title: variant, sku: `SKU-${n % 4}`, quantity: 1, price }],
-    customer: { id: c.id, email: c.email, first_name: c.first_name, last_name: c.last_name, email_marketing_consent: c.email_marketing_consent },
+    line_items: [
+      {
+        product_id: 8_000_000_000 + (n % 4),
+        variant_id: 9_000_000_000 + (n % 4),
+        title,
+        variant_title: variant,
+        sku: `SKU-${n % 4}`,
+        quantity: 1,
+        price,
+      },
+    ],
+    customer: {
+      id: c.id,
+      email: c.email,
+      first_name: c.first_name,
+      last_name: c.last_name,
+      email_marketing_consent: c.email_marketing_consent,
+    },
   };
 }
 
@@ -115,7 +173,10 @@ function fulfilledAt(order: ReturnType<typeof sampleOrder>): Date {
  * A fulfillments/create (or /update) payload: fulfillment `n` of sample order `opts.order`
  * (default n), shipped by UPS with one tracking number unless `tracked` is false.
  */
-export function sampleFulfillment(n: number, opts: { order?: number; tracked?: boolean; shipmentStatus?: string | null; status?: string; updatedAt?: Date } = {}) {
+export function sampleFulfillment(
+  n: number,
+  opts: { order?: number; tracked?: boolean; shipmentStatus?: string | null; status?: string; updatedAt?: Date } = {},
+) {
   const order = sampleOrder(opts.order ?? n);
   const id = fulfillmentId(n);
   const tracked = opts.tracked ?? true;
@@ -135,7 +196,13 @@ export function sampleFulfillment(n: number, opts: { order?: number; tracked?: b
     origin_address: null,
     email: order.email,
     destination: { ...order.shipping_address },
-    line_items: order.line_items.map((li) => ({ ...li, fulfillment_service: 'manual', fulfillment_status: 'fulfilled', requires_shipping: true, gift_card: false })),
+    line_items: order.line_items.map((li) => ({
+      ...li,
+      fulfillment_service: 'manual',
+      fulfillment_status: 'fulfilled',
+      requires_shipping: true,
+      gift_card: false,
+    })),
     tracking_number: tracked ? number : null,
     tracking_numbers: tracked ? [number] : [],
     tracking_url: tracked ? url : null,

@@ -15,7 +15,14 @@ import { Store } from './service-emulator/state';
 export type { EmulatorControl } from './service-emulator/control';
 export type { FaultMode, FaultSpec } from './service-emulator/faults';
 export type {
-  Contact, EmulatorCustomField, EmulatorKey, EmulatorList, EmulatorWorkspace, EventFilter, ReceivedEvent, RecordedRequest,
+  Contact,
+  EmulatorCustomField,
+  EmulatorKey,
+  EmulatorList,
+  EmulatorWorkspace,
+  EventFilter,
+  ReceivedEvent,
+  RecordedRequest,
 } from './service-emulator/state';
 
 export interface ServiceEmulatorOptions {
@@ -56,26 +63,31 @@ export async function startServiceEmulator(opts: ServiceEmulatorOptions = {}): P
   let closing = false;
 
   const core: Core = {
-    store, faults, defaultRateLimit: store.opts.rateLimit, logger: opts.logger,
-    sleep: (ms) => new Promise<boolean>((resolve) => {
-      if (closing) return resolve(false);
-      const entry = {
-        timer: setTimeout(() => {
-          sleepers.delete(entry);
-          resolve(true);
-        }, ms),
-        done: resolve,
-      };
-      sleepers.add(entry);
-    }),
+    store,
+    faults,
+    defaultRateLimit: store.opts.rateLimit,
+    logger: opts.logger,
+    sleep: (ms) =>
+      new Promise<boolean>((resolve) => {
+        if (closing) return resolve(false);
+        const entry = {
+          timer: setTimeout(() => {
+            sleepers.delete(entry);
+            resolve(true);
+          }, ms),
+          done: resolve,
+        };
+        sleepers.add(entry);
+      }),
   };
 
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://emulator.local');
     const path = url.pathname;
-    const work = path === '/_sandbox' || path.startsWith('/_sandbox/')
-      ? handleSandboxRequest(control, req, res, path, url.searchParams)
-      : handleServiceRequest(core, req, res, path);
+    const work =
+      path === '/_sandbox' || path.startsWith('/_sandbox/')
+        ? handleSandboxRequest(control, req, res, path, url.searchParams)
+        : handleServiceRequest(core, req, res, path);
     work.catch((err: unknown) => {
       opts.logger?.error({ err }, 'service emulator failed to handle a request');
       sendJson(res, 500, { detail: 'Emulator error.' });

@@ -50,7 +50,10 @@ const schema = z.object({
   OPS_PORT: port.optional(),
   OPS_HOST: z.string().min(1).default('0.0.0.0'),
   // when set, /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`
-  METRICS_TOKEN: z.string().regex(/^[\x21-\x7e]{16,}$/, 'METRICS_TOKEN must be at least 16 printable characters, without spaces').optional(),
+  METRICS_TOKEN: z
+    .string()
+    .regex(/^[\x21-\x7e]{16,}$/, 'METRICS_TOKEN must be at least 16 printable characters, without spaces')
+    .optional(),
   // the HTTP servers' limits on a client: its headers, its whole request, an idle kept-alive connection
   HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(DEFAULT_HTTP_TIMEOUTS.headersMs),
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(DEFAULT_HTTP_TIMEOUTS.requestMs),
@@ -62,14 +65,20 @@ const schema = z.object({
   SHOPIFY_API_KEY: z.string().min(1),
   SHOPIFY_API_SECRET: z.string().min(1),
   SHOPIFY_APP_URL: url('SHOPIFY_APP_URL'),
-  SHOPIFY_SCOPES: z.string().regex(/^[a-z_]+(,[a-z_]+)*$/, 'SHOPIFY_SCOPES must be comma-separated scopes').default(DEFAULT_SCOPES),
+  SHOPIFY_SCOPES: z
+    .string()
+    .regex(/^[a-z_]+(,[a-z_]+)*$/, 'SHOPIFY_SCOPES must be comma-separated scopes')
+    .default(DEFAULT_SCOPES),
   SERVICE_BASE_URL: url('SERVICE_BASE_URL'),
   SERVICE_WEBHOOK_URL: url('SERVICE_WEBHOOK_URL').optional(),
   ENCRYPTION_KEY: encryptionKey,
   // Keys that may still decrypt older rows during rotation, comma-separated base64.
   ENCRYPTION_KEYS_PREVIOUS: z
     .string()
-    .refine((v) => v.split(',').every((k) => Buffer.from(k.trim(), 'base64').length === 32), 'ENCRYPTION_KEYS_PREVIOUS must be 32-byte base64 keys, comma-separated')
+    .refine(
+      (v) => v.split(',').every((k) => Buffer.from(k.trim(), 'base64').length === 32),
+      'ENCRYPTION_KEYS_PREVIOUS must be 32-byte base64 keys, comma-separated',
+    )
     .optional(),
   SHOPIFY_ADMIN_ORIGIN: url('SHOPIFY_ADMIN_ORIGIN').optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
@@ -84,7 +93,12 @@ const schema = z.object({
   WORKER_LANES: z.coerce.number().int().min(1).max(1000).default(32),
   WORKER_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(32),
   MAX_SENDS_PER_MESSAGE: z.coerce.number().int().min(1).max(100).default(8),
-  CHECKOUT_GRACE_MINUTES: z.coerce.number().int().min(0).max(24 * 60).default(10),
+  CHECKOUT_GRACE_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 60)
+    .default(10),
   CHECKOUT_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(365).default(7),
   // processed receipts keep their webhook id (the dedupe) this long, then are deleted
   RECEIPT_RETENTION_DAYS: z.coerce.number().int().min(1).max(90).default(7),
@@ -92,8 +106,18 @@ const schema = z.object({
   // long a client id stays tied to the email it gave, the abandonment delays, the rate limits
   PIXEL_ANONYMOUS_HOURS: z.coerce.number().positive().max(24).default(24),
   PIXEL_IDENTITY_DAYS: z.coerce.number().int().min(1).max(365).default(30),
-  PIXEL_BROWSE_DELAY_MINUTES: z.coerce.number().int().min(1).max(7 * 24 * 60).default(60),
-  PIXEL_CART_DELAY_MINUTES: z.coerce.number().int().min(1).max(7 * 24 * 60).default(60),
+  PIXEL_BROWSE_DELAY_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 60)
+    .default(60),
+  PIXEL_CART_DELAY_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 60)
+    .default(60),
   PIXEL_RATE_PER_SHOP: z.coerce.number().positive().max(1_000_000).default(1000),
   PIXEL_RATE_PER_CLIENT: z.coerce.number().positive().max(10_000).default(2),
   // storefront trust (src/processing/storefront/trust.ts): requests per second per client IP (from the socket, or
@@ -101,7 +125,12 @@ const schema = z.object({
   // vouch for it, each email's daily limits, Admin API calls per shop and minute for storefront events
   PIXEL_RATE_PER_IP: z.coerce.number().positive().max(1_000_000).default(20),
   TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
-  PIXEL_CLAIM_MINUTES: z.coerce.number().int().min(1).max(24 * 60).default(30),
+  PIXEL_CLAIM_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 60)
+    .default(30),
   PIXEL_EVENTS_PER_EMAIL_DAY: z.coerce.number().int().min(1).max(10_000_000).default(200),
   PIXEL_ABANDONMENTS_PER_EMAIL_DAY: z.coerce.number().int().min(1).max(10_000_000).default(4),
   PIXEL_LOOKUPS_PER_MINUTE: z.coerce.number().int().min(0).max(10_000).default(10),
@@ -110,10 +139,26 @@ const schema = z.object({
   DELIVERY_FLOOR_TRIGGERS: z.coerce.number().min(0).max(50).default(15),
   DELIVERY_FLOOR_BEHAVIOUR: z.coerce.number().min(0).max(50).default(10),
   DELIVERY_FLOOR_HISTORY: z.coerce.number().min(0).max(50).default(5),
-  DELIVERY_MAX_AGE_HOURS_CRITICAL: z.coerce.number().min(0).max(24 * 365).default(0),
-  DELIVERY_MAX_AGE_HOURS_TRIGGERS: z.coerce.number().min(0).max(24 * 365).default(24),
-  DELIVERY_MAX_AGE_HOURS_BEHAVIOUR: z.coerce.number().min(0).max(24 * 365).default(24),
-  DELIVERY_MAX_AGE_HOURS_HISTORY: z.coerce.number().min(0).max(24 * 365).default(0),
+  DELIVERY_MAX_AGE_HOURS_CRITICAL: z.coerce
+    .number()
+    .min(0)
+    .max(24 * 365)
+    .default(0),
+  DELIVERY_MAX_AGE_HOURS_TRIGGERS: z.coerce
+    .number()
+    .min(0)
+    .max(24 * 365)
+    .default(24),
+  DELIVERY_MAX_AGE_HOURS_BEHAVIOUR: z.coerce
+    .number()
+    .min(0)
+    .max(24 * 365)
+    .default(24),
+  DELIVERY_MAX_AGE_HOURS_HISTORY: z.coerce
+    .number()
+    .min(0)
+    .max(24 * 365)
+    .default(0),
 });
 
 /** A maximum age in hours as ms; 0 means none. */
@@ -158,12 +203,21 @@ export interface Config {
   checkouts: { graceMinutes: number; maxAgeDays: number };
   /** The storefront pixel: retention of anonymous events and of identities, abandonment delays, requests per second. */
   pixel: {
-    anonymousHours: number; identityDays: number; browseDelayMinutes: number; cartDelayMinutes: number; ratePerShop: number; ratePerClient: number;
+    anonymousHours: number;
+    identityDays: number;
+    browseDelayMinutes: number;
+    cartDelayMinutes: number;
+    ratePerShop: number;
+    ratePerClient: number;
     /** Trust (issue 36): per-IP rate, proxy hops trusted in X-Forwarded-For, claim window, per-email daily limits, Admin API calls per shop and minute. */
-    ratePerIp: number; trustProxyHops: number; claimMinutes: number; eventsPerEmailDay: number; abandonmentsPerEmailDay: number; lookupsPerMinute: number;
+    ratePerIp: number;
+    trustProxyHops: number;
+    claimMinutes: number;
+    eventsPerEmailDay: number;
+    abandonmentsPerEmailDay: number;
+    lookupsPerMinute: number;
   };
 }
-
 
 type Env = Record<string, string | undefined>;
 
@@ -190,7 +244,8 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`${name} is required${production ? '' : ' (set SANDBOX=1 for the sandbox defaults)'}`);
   }
   const e = parsed.data;
-  if (e.OPS_PORT !== undefined && e.OPS_PORT !== 0 && e.OPS_PORT === e.PORT) throw new ConfigError('OPS_PORT is invalid: it must differ from PORT');
+  if (e.OPS_PORT !== undefined && e.OPS_PORT !== 0 && e.OPS_PORT === e.PORT)
+    throw new ConfigError('OPS_PORT is invalid: it must differ from PORT');
   if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
     throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS is invalid: it must not exceed HTTP_REQUEST_TIMEOUT_MS');
   }
@@ -240,20 +295,34 @@ export function loadConfig(env: Env = process.env): Config {
     webEnabled: role !== 'worker',
     worker: { lanes: e.WORKER_LANES, maxInFlight: e.WORKER_MAX_IN_FLIGHT, maxSendsPerMessage: e.MAX_SENDS_PER_MESSAGE },
     classes: {
-      floors: { critical: 0, triggers: e.DELIVERY_FLOOR_TRIGGERS / 100, behaviour: e.DELIVERY_FLOOR_BEHAVIOUR / 100, history: e.DELIVERY_FLOOR_HISTORY / 100 },
+      floors: {
+        critical: 0,
+        triggers: e.DELIVERY_FLOOR_TRIGGERS / 100,
+        behaviour: e.DELIVERY_FLOOR_BEHAVIOUR / 100,
+        history: e.DELIVERY_FLOOR_HISTORY / 100,
+      },
       maxAgeMs: {
-        critical: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_CRITICAL), triggers: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_TRIGGERS),
-        behaviour: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_BEHAVIOUR), history: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_HISTORY),
+        critical: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_CRITICAL),
+        triggers: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_TRIGGERS),
+        behaviour: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_BEHAVIOUR),
+        history: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_HISTORY),
       },
     },
     checkouts: { graceMinutes: e.CHECKOUT_GRACE_MINUTES, maxAgeDays: e.CHECKOUT_MAX_AGE_DAYS },
     receiptRetentionDays: e.RECEIPT_RETENTION_DAYS,
     pixel: {
-      anonymousHours: e.PIXEL_ANONYMOUS_HOURS, identityDays: e.PIXEL_IDENTITY_DAYS,
-      browseDelayMinutes: e.PIXEL_BROWSE_DELAY_MINUTES, cartDelayMinutes: e.PIXEL_CART_DELAY_MINUTES,
-      ratePerShop: e.PIXEL_RATE_PER_SHOP, ratePerClient: e.PIXEL_RATE_PER_CLIENT,
-      ratePerIp: e.PIXEL_RATE_PER_IP, trustProxyHops: e.TRUST_PROXY, claimMinutes: e.PIXEL_CLAIM_MINUTES,
-      eventsPerEmailDay: e.PIXEL_EVENTS_PER_EMAIL_DAY, abandonmentsPerEmailDay: e.PIXEL_ABANDONMENTS_PER_EMAIL_DAY, lookupsPerMinute: e.PIXEL_LOOKUPS_PER_MINUTE,
+      anonymousHours: e.PIXEL_ANONYMOUS_HOURS,
+      identityDays: e.PIXEL_IDENTITY_DAYS,
+      browseDelayMinutes: e.PIXEL_BROWSE_DELAY_MINUTES,
+      cartDelayMinutes: e.PIXEL_CART_DELAY_MINUTES,
+      ratePerShop: e.PIXEL_RATE_PER_SHOP,
+      ratePerClient: e.PIXEL_RATE_PER_CLIENT,
+      ratePerIp: e.PIXEL_RATE_PER_IP,
+      trustProxyHops: e.TRUST_PROXY,
+      claimMinutes: e.PIXEL_CLAIM_MINUTES,
+      eventsPerEmailDay: e.PIXEL_EVENTS_PER_EMAIL_DAY,
+      abandonmentsPerEmailDay: e.PIXEL_ABANDONMENTS_PER_EMAIL_DAY,
+      lookupsPerMinute: e.PIXEL_LOOKUPS_PER_MINUTE,
     },
   };
 }
@@ -276,14 +345,19 @@ export function loadDatabaseConfig(env: Env = process.env): Pick<Config, 'databa
  */
 export function loadDevConfig(env: Env = process.env): Config {
   const given = present(env);
-  if (given.NODE_ENV === 'production') throw new ConfigError('npm run dev is the sandbox and refuses NODE_ENV=production; run the build with npm start');
+  if (given.NODE_ENV === 'production')
+    throw new ConfigError('npm run dev is the sandbox and refuses NODE_ENV=production; run the build with npm start');
   for (const name of ['SHOPIFY_API_SECRET', 'ENCRYPTION_KEY'] as const) {
     if (given[name] !== undefined && given[name] !== SANDBOX_DEFAULTS[name]) {
-      throw new ConfigError(`${name} is not the sandbox's: npm run dev runs only on the published sandbox values; unset it, or run the build with npm start`);
+      throw new ConfigError(
+        `${name} is not the sandbox's: npm run dev runs only on the published sandbox values; unset it, or run the build with npm start`,
+      );
     }
   }
   if (given.ENCRYPTION_KEYS_PREVIOUS !== undefined) {
-    throw new ConfigError('ENCRYPTION_KEYS_PREVIOUS is set: npm run dev runs only on the published sandbox values; unset it, or run the build with npm start');
+    throw new ConfigError(
+      'ENCRYPTION_KEYS_PREVIOUS is set: npm run dev runs only on the published sandbox values; unset it, or run the build with npm start',
+    );
   }
   return loadConfig({ ...env, SANDBOX: '1' });
 }

@@ -38,7 +38,8 @@ export function checkAppUrl(appUrl: string): string {
     throw new Error(`SHOPIFY_APP_URL is not a URL: ${appUrl}`);
   }
   const local = url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]';
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && local)) throw new Error(`SHOPIFY_APP_URL must be https (http only for localhost): ${appUrl}`);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && local))
+    throw new Error(`SHOPIFY_APP_URL must be https (http only for localhost): ${appUrl}`);
   return appUrl.replace(/\/+$/, '');
 }
 
@@ -65,7 +66,8 @@ export async function buildPixel(opts: PixelBuildOptions = {}): Promise<PixelBun
 
 async function main(): Promise<void> {
   const appUrl = process.env.SHOPIFY_APP_URL;
-  if (!appUrl && process.env.NODE_ENV === 'production') throw new Error('SHOPIFY_APP_URL is required when NODE_ENV=production (the pixel would send to localhost)');
+  if (!appUrl && process.env.NODE_ENV === 'production')
+    throw new Error('SHOPIFY_APP_URL is required when NODE_ENV=production (the pixel would send to localhost)');
   const bundle = await buildPixel({ appUrl });
   const out = path.join(__dirname, 'dist', 'pixel.js');
   fs.mkdirSync(path.dirname(out), { recursive: true });

@@ -47,9 +47,17 @@ export function graphqlCustomer(n: number, opts: { phoneOnly?: boolean } = {}): 
     lastName: c.last_name,
     defaultEmailAddress: opts.phoneOnly
       ? null
-      : { emailAddress: c.email, marketingState: consent.state.toUpperCase(), marketingOptInLevel: consent.opt_in_level?.toUpperCase() ?? null, marketingUpdatedAt: consent.consent_updated_at },
+      : {
+          emailAddress: c.email,
+          marketingState: consent.state.toUpperCase(),
+          marketingOptInLevel: consent.opt_in_level?.toUpperCase() ?? null,
+          marketingUpdatedAt: consent.consent_updated_at,
+        },
     defaultPhoneNumber: c.phone || opts.phoneOnly ? { phoneNumber: c.phone ?? `+1555${String(2_000_000 + n).slice(-7)}` } : null,
-    tags: c.tags.split(',').map((t) => t.trim()).filter(Boolean),
+    tags: c.tags
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean),
     numberOfOrders: String(c.orders_count),
     amountSpent: { amount: c.total_spent, currencyCode: 'USD' },
     defaultAddress: { city: c.default_address.city, countryCodeV2: c.default_address.country_code },
@@ -62,7 +70,12 @@ export function graphqlCustomer(n: number, opts: { phoneOnly?: boolean } = {}): 
 export function graphqlOrder(n: number, createdAt?: Date): { order: Record<string, unknown>; lineItems: Record<string, unknown>[] } {
   const o = sampleOrder(n, { createdAt });
   const money = (amount: string) => ({ shopMoney: { amount, currencyCode: o.currency } });
-  const address = (a: typeof o.shipping_address) => ({ firstName: a.first_name, lastName: a.last_name, city: a.city, countryCodeV2: a.country_code });
+  const address = (a: typeof o.shipping_address) => ({
+    firstName: a.first_name,
+    lastName: a.last_name,
+    city: a.city,
+    countryCodeV2: a.country_code,
+  });
   const consent = o.customer.email_marketing_consent;
   const order = {
     id: o.admin_graphql_api_id,
@@ -81,7 +94,12 @@ export function graphqlOrder(n: number, createdAt?: Date): { order: Record<strin
       id: `gid://shopify/Customer/${o.customer.id}`,
       firstName: o.customer.first_name,
       lastName: o.customer.last_name,
-      defaultEmailAddress: { emailAddress: o.customer.email, marketingState: consent.state.toUpperCase(), marketingOptInLevel: consent.opt_in_level?.toUpperCase() ?? null, marketingUpdatedAt: consent.consent_updated_at },
+      defaultEmailAddress: {
+        emailAddress: o.customer.email,
+        marketingState: consent.state.toUpperCase(),
+        marketingOptInLevel: consent.opt_in_level?.toUpperCase() ?? null,
+        marketingUpdatedAt: consent.consent_updated_at,
+      },
       defaultPhoneNumber: o.customer.phone ? { phoneNumber: o.customer.phone } : null,
       defaultAddress: { city: o.customer.default_address.city, countryCodeV2: o.customer.default_address.country_code },
     },
@@ -123,7 +141,8 @@ export function rootCount(op: FakeBulkOperation): number {
 export function* resultLines(op: FakeBulkOperation): Generator<string> {
   if (op.kind === 'customers') {
     const every = op.data.phoneOnlyEvery;
-    for (let n = 1; n <= op.data.customers; n++) yield `${JSON.stringify(graphqlCustomer(n, { phoneOnly: every > 0 && n % every === 0 }))}\n`;
+    for (let n = 1; n <= op.data.customers; n++)
+      yield `${JSON.stringify(graphqlCustomer(n, { phoneOnly: every > 0 && n % every === 0 }))}\n`;
     return;
   }
   const count = orderCount(op);

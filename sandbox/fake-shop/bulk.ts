@@ -10,7 +10,15 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FakeShop } from '../fake-shop';
-import { orderCount, resultChunks, resultLines, rootCount, type BulkDataOptions, type FakeBulkKind, type FakeBulkOperation } from './bulk-data';
+import {
+  orderCount,
+  resultChunks,
+  resultLines,
+  rootCount,
+  type BulkDataOptions,
+  type FakeBulkKind,
+  type FakeBulkOperation,
+} from './bulk-data';
 import type { GraphqlHandler, GraphqlRequest } from './graphql';
 
 export { graphqlCustomer, graphqlOrder, type BulkDataOptions, type FakeBulkKind, type FakeBulkOperation } from './bulk-data';
@@ -40,7 +48,11 @@ export interface FakeBulk {
   /** Exact size of an operation's result in bytes. */
   resultSize(operationId: string): number;
   /** A completed operation without going through GraphQL (benchmarks): its id and result URL. */
-  createCompleted(shopDomain: string, kind: FakeBulkKind, opts?: { since?: Date | null; groupObjects?: boolean }): { id: string; url: string };
+  createCompleted(
+    shopDomain: string,
+    kind: FakeBulkKind,
+    opts?: { since?: Date | null; groupObjects?: boolean },
+  ): { id: string; url: string };
   close(): Promise<void>;
 }
 
@@ -58,7 +70,13 @@ export async function enableBulkOperations(fake: FakeShop, options: BulkDataOpti
   const expired = new Set<string>();
   let noRange = false;
 
-  function newOperation(shopDomain: string, kind: FakeBulkKind, since: Date | null, groupObjects: boolean, completeAfterMs = opts.completeAfterMs ?? 300): FakeBulkOperation {
+  function newOperation(
+    shopDomain: string,
+    kind: FakeBulkKind,
+    since: Date | null,
+    groupObjects: boolean,
+    completeAfterMs = opts.completeAfterMs ?? 300,
+  ): FakeBulkOperation {
     const now = Date.now();
     const op: FakeBulkOperation = {
       id: `gid://shopify/BulkOperation/${nextId++}`,
@@ -127,29 +145,65 @@ export async function enableBulkOperations(fake: FakeShop, options: BulkDataOpti
   const handler: GraphqlHandler = (req) => {
     const { query, variables, shop } = req;
     if (/\bbulkOperationRunQuery\b/.test(query)) {
-      const inner = typeof variables.query === 'string' ? variables.query : /query:\s*"""([\s\S]*?)"""/.exec(query)?.[1] ?? '';
+      const inner = typeof variables.query === 'string' ? variables.query : (/query:\s*"""([\s\S]*?)"""/.exec(query)?.[1] ?? '');
       const kind: FakeBulkKind | null = /\bcustomers\b/.test(inner) ? 'customers' : /\borders\b/.test(inner) ? 'orders' : null;
-      if (!kind) return { data: { bulkOperationRunQuery: { bulkOperation: null, userErrors: [{ field: ['query'], message: 'The fake shop exports customers and orders only', code: 'INVALID' }] } } };
+      if (!kind)
+        return {
+          data: {
+            bulkOperationRunQuery: {
+              bulkOperation: null,
+              userErrors: [{ field: ['query'], message: 'The fake shop exports customers and orders only', code: 'INVALID' }],
+            },
+          },
+        };
       const running = [...ops.values()].find((o) => o.shop === shop.domain && statusOf(o) === 'RUNNING');
       if (running) {
-        return { data: { bulkOperationRunQuery: { bulkOperation: null, userErrors: [{ field: null, message: `A bulk query operation for this app and shop is already in progress: ${running.id}.`, code: 'OPERATION_IN_PROGRESS' }] } } };
+        return {
+          data: {
+            bulkOperationRunQuery: {
+              bulkOperation: null,
+              userErrors: [
+                {
+                  field: null,
+                  message: `A bulk query operation for this app and shop is already in progress: ${running.id}.`,
+                  code: 'OPERATION_IN_PROGRESS',
+                },
+              ],
+            },
+          },
+        };
       }
-      const op = newOperation(shop.domain, kind, kind === 'orders' ? sinceOf(inner) : null, variables.groupObjects === true || /groupObjects:\s*true/.test(query));
+      const op = newOperation(
+        shop.domain,
+        kind,
+        kind === 'orders' ? sinceOf(inner) : null,
+        variables.groupObjects === true || /groupObjects:\s*true/.test(query),
+      );
       const now = op.createdAt.getTime();
       if (opts.webhookUrl) {
         const url = opts.webhookUrl;
-        const t = setTimeout(() => {
-          timers.delete(t);
-          if (op.canceled) return;
-          const v = view(op);
-          fake
-            .sendWebhook(url, {
-              topic: 'bulk_operations/finish',
-              shopDomain: op.shop,
-              payload: { admin_graphql_api_id: op.id, completed_at: v.completedAt, created_at: v.createdAt, error_code: op.failWith?.toLowerCase() ?? null, status: String(v.status).toLowerCase(), type: 'query' },
-            })
-            .catch(() => undefined);
-        }, op.completeAt - now + 5);
+        const t = setTimeout(
+          () => {
+            timers.delete(t);
+            if (op.canceled) return;
+            const v = view(op);
+            fake
+              .sendWebhook(url, {
+                topic: 'bulk_operations/finish',
+                shopDomain: op.shop,
+                payload: {
+                  admin_graphql_api_id: op.id,
+                  completed_at: v.completedAt,
+                  created_at: v.createdAt,
+                  error_code: op.failWith?.toLowerCase() ?? null,
+                  status: String(v.status).toLowerCase(),
+                  type: 'query',
+                },
+              })
+              .catch(() => undefined);
+          },
+          op.completeAt - now + 5,
+        );
         t.unref();
         timers.add(t);
       }
@@ -157,7 +211,10 @@ export async function enableBulkOperations(fake: FakeShop, options: BulkDataOpti
     }
     if (/\bbulkOperationCancel\b/.test(query)) {
       const op = ops.get(idOf(req) ?? '');
-      if (!op || op.shop !== shop.domain) return { data: { bulkOperationCancel: { bulkOperation: null, userErrors: [{ field: ['id'], message: 'Bulk operation does not exist' }] } } };
+      if (!op || op.shop !== shop.domain)
+        return {
+          data: { bulkOperationCancel: { bulkOperation: null, userErrors: [{ field: ['id'], message: 'Bulk operation does not exist' }] } },
+        };
       if (statusOf(op) === 'RUNNING') op.canceled = true;
       return { data: { bulkOperationCancel: { bulkOperation: { id: op.id, status: statusOf(op) }, userErrors: [] } } };
     }
@@ -177,8 +234,22 @@ export async function enableBulkOperations(fake: FakeShop, options: BulkDataOpti
     }
     if (/\bordersCount\b/.test(query)) {
       const probe: FakeBulkOperation = {
-        id: 'probe', shop: shop.domain, kind: 'orders', since: sinceOf(String(variables.query ?? query)), groupObjects: true, createdAt: new Date(), completeAt: 0, failWith: null, canceled: false,
-        data: { customers: 0, orders: opts.orders ?? 1_000, orderSpanDays: opts.orderSpanDays ?? 300, anchor: opts.anchor ?? new Date(), phoneOnlyEvery: 0 },
+        id: 'probe',
+        shop: shop.domain,
+        kind: 'orders',
+        since: sinceOf(String(variables.query ?? query)),
+        groupObjects: true,
+        createdAt: new Date(),
+        completeAt: 0,
+        failWith: null,
+        canceled: false,
+        data: {
+          customers: 0,
+          orders: opts.orders ?? 1_000,
+          orderSpanDays: opts.orderSpanDays ?? 300,
+          anchor: opts.anchor ?? new Date(),
+          phoneOnlyEvery: 0,
+        },
       };
       return { data: { ordersCount: { count: orderCount(probe), precision: 'EXACT' } } };
     }
@@ -220,7 +291,12 @@ export async function enableBulkOperations(fake: FakeShop, options: BulkDataOpti
         return;
       }
       record.status = 206;
-      res.writeHead(206, { 'content-type': 'application/jsonl', 'content-length': size - from, 'content-range': `bytes ${from}-${size - 1}/${size}`, 'accept-ranges': 'bytes' });
+      res.writeHead(206, {
+        'content-type': 'application/jsonl',
+        'content-length': size - from,
+        'content-range': `bytes ${from}-${size - 1}/${size}`,
+        'accept-ranges': 'bytes',
+      });
     } else {
       record.status = 200;
       res.writeHead(200, { 'content-type': 'application/jsonl', 'content-length': size, 'accept-ranges': 'bytes' });

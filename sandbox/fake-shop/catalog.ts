@@ -35,7 +35,11 @@ export interface FakeProductInit {
 }
 
 const SAMPLE_TITLES = ['Linen Shirt', 'Canvas Tote', 'Wool Beanie', 'Trail Socks'];
-const slug = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+const slug = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
 
 /** The products of the sample payloads (the Canvas Tote's variant has an image of its own), and the storefront's. */
 export function sampleProducts(origin: string): FakeProductInit[] {
@@ -46,11 +50,21 @@ export function sampleProducts(origin: string): FakeProductInit[] {
       handle,
       title,
       image: `${origin}/_sandbox/product-images/${handle}.svg`,
-      variants: [{ id: String(9_000_000_000 + k), image: k === 1 ? `${origin}/_sandbox/product-images/${handle}-natural.svg` : null, sku: `SKU-${k}`, price: 12 + k }],
+      variants: [
+        {
+          id: String(9_000_000_000 + k),
+          image: k === 1 ? `${origin}/_sandbox/product-images/${handle}-natural.svg` : null,
+          sku: `SKU-${k}`,
+          price: 12 + k,
+        },
+      ],
     };
   });
   const storefront = CATALOG.map((p) => ({
-    id: p.productId, handle: p.handle, title: p.title, image: `${origin}/_sandbox/product-images/${p.handle}.svg`,
+    id: p.productId,
+    handle: p.handle,
+    title: p.title,
+    image: `${origin}/_sandbox/product-images/${p.handle}.svg`,
     variants: [{ id: p.variantId, sku: p.sku, price: p.price }],
   }));
   return [...samples, ...storefront];
@@ -106,16 +120,25 @@ export function catalogHandler(state: FakeShopState, catalog: FakeCatalog, costs
         if (!p) return null;
         const published = p.published ?? true;
         return {
-          __typename: 'Product', id: gid, handle: p.handle, title: p.title ?? p.handle,
-          onlineStoreUrl: published ? `${domain}/products/${p.handle}` : null, featuredImage: p.image ? { url: p.image } : null,
+          __typename: 'Product',
+          id: gid,
+          handle: p.handle,
+          title: p.title ?? p.handle,
+          onlineStoreUrl: published ? `${domain}/products/${p.handle}` : null,
+          featuredImage: p.image ? { url: p.image } : null,
         };
       }
       const found = catalog.variant(shop.domain, m[2]!);
       if (!found) return null;
       const v = found.variant;
       return {
-        __typename: 'ProductVariant', id: gid, title: v.title ?? 'Default Title', sku: v.sku ?? null, price: (v.price ?? 10).toFixed(2),
-        image: v.image ? { url: v.image } : null, product: { id: `gid://shopify/Product/${found.product.id}` },
+        __typename: 'ProductVariant',
+        id: gid,
+        title: v.title ?? 'Default Title',
+        sku: v.sku ?? null,
+        price: (v.price ?? 10).toFixed(2),
+        image: v.image ? { url: v.image } : null,
+        product: { id: `gid://shopify/Product/${found.product.id}` },
       };
     };
     // about one point per object asked, as Shopify's cost model
@@ -136,9 +159,12 @@ export function productImageRoutes(): Router {
     if (!/^[a-z0-9-]{1,60}$/.test(name)) return res.status(404).end();
     const label = name.replace(/-/g, ' ');
     const hue = [...name].reduce((h, c) => (h * 31 + c.charCodeAt(0)) % 360, 7);
-    res.type('image/svg+xml').set('Cache-Control', 'public, max-age=86400').send(
-      `<svg xmlns="http://www.w3.org/2000/svg" width="400" height="400" viewBox="0 0 400 400"><rect width="400" height="400" fill="hsl(${hue},45%,82%)"/><text x="200" y="210" font-family="sans-serif" font-size="28" text-anchor="middle" fill="#333">${label}</text></svg>`,
-    );
+    res
+      .type('image/svg+xml')
+      .set('Cache-Control', 'public, max-age=86400')
+      .send(
+        `<svg xmlns="http://www.w3.org/2000/svg" width="400" height="400" viewBox="0 0 400 400"><rect width="400" height="400" fill="hsl(${hue},45%,82%)"/><text x="200" y="210" font-family="sans-serif" font-size="28" text-anchor="middle" fill="#333">${label}</text></svg>`,
+      );
   });
   return r;
 }

@@ -67,11 +67,17 @@ export class CostBuckets {
 /** Shopify's answer to a field the app's granted scopes do not cover. */
 export function accessDenied(field: string, scope: string): Record<string, unknown> {
   return {
-    errors: [{
-      message: `Access denied for ${field} field. Required access: \`${scope}\` access scope.`,
-      extensions: { code: 'ACCESS_DENIED', documentation: 'https://shopify.dev/api/usage/access-scopes', requiredAccess: `\`${scope}\` access scope.` },
-      path: [field],
-    }],
+    errors: [
+      {
+        message: `Access denied for ${field} field. Required access: \`${scope}\` access scope.`,
+        extensions: {
+          code: 'ACCESS_DENIED',
+          documentation: 'https://shopify.dev/api/usage/access-scopes',
+          requiredAccess: `\`${scope}\` access scope.`,
+        },
+        path: [field],
+      },
+    ],
     data: { [field]: null },
   };
 }

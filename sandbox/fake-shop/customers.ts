@@ -40,7 +40,8 @@ export class FakeCustomers {
 /** The emails of a search query's `email:"…"` (or bare `email:…`) terms. */
 export function emailTerms(query: string): string[] {
   const out: string[] = [];
-  for (const m of query.matchAll(/email:(?:"((?:[^"\\]|\\.)*)"|([^\s"()]+))/g)) out.push((m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]!).toLowerCase());
+  for (const m of query.matchAll(/email:(?:"((?:[^"\\]|\\.)*)"|([^\s"()]+))/g))
+    out.push((m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]!).toLowerCase());
   return out;
 }
 

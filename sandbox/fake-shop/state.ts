@@ -67,7 +67,11 @@ export interface TokenResponse {
 }
 
 let nextShopId = 1000;
-const splitScopes = (scopes: string) => scopes.split(',').map((s) => s.trim()).filter(Boolean);
+const splitScopes = (scopes: string) =>
+  scopes
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 const token = (prefix: string) => `${prefix}_${randomBytes(16).toString('hex')}`;
 
 export class FakeShopState {
@@ -110,7 +114,13 @@ export class FakeShopState {
     const current = previous.filter((s) => !revoke.includes(s));
     for (const s of grant) if (!current.includes(s)) current.push(s);
     this.grants.set(shop, current);
-    return { id: Number(record.id) || 0, shop_id: Number(record.id) || 0, previous, current: [...current], updated_at: new Date().toISOString() };
+    return {
+      id: Number(record.id) || 0,
+      shop_id: Number(record.id) || 0,
+      previous,
+      current: [...current],
+      updated_at: new Date().toISOString(),
+    };
   }
 
   /** The scopes the shop has granted (tokens report them, Admin GraphQL checks them). */

@@ -18,14 +18,65 @@ export interface CatalogProduct {
 }
 
 export const CATALOG: readonly CatalogProduct[] = [
-  { handle: 'aurora-mug', productId: '8101', variantId: '45101', title: 'Aurora Mug', vendor: 'Demo Store', type: 'Kitchen', sku: 'MUG-AUR', price: 18, color: '#5b8def', description: 'A stoneware mug glazed in northern-lights blue.' },
-  { handle: 'canvas-tote', productId: '8102', variantId: '45102', title: 'Canvas Tote', vendor: 'Demo Store', type: 'Bags', sku: 'TOTE-CNV', price: 24, color: '#d9a441', description: 'Heavy cotton canvas, long handles, one inside pocket.' },
-  { handle: 'wool-beanie', productId: '8103', variantId: '45103', title: 'Wool Beanie', vendor: 'North Knits', type: 'Hats', sku: 'BEANIE-WL', price: 29.5, color: '#c0504d', description: 'Merino rib knit that keeps its shape.' },
-  { handle: 'trail-bottle', productId: '8104', variantId: '45104', title: 'Trail Bottle', vendor: 'North Knits', type: 'Outdoor', sku: 'BTL-TRL', price: 32, color: '#4f9d69', description: 'Insulated steel bottle, 750 ml, cold for a day.' },
+  {
+    handle: 'aurora-mug',
+    productId: '8101',
+    variantId: '45101',
+    title: 'Aurora Mug',
+    vendor: 'Demo Store',
+    type: 'Kitchen',
+    sku: 'MUG-AUR',
+    price: 18,
+    color: '#5b8def',
+    description: 'A stoneware mug glazed in northern-lights blue.',
+  },
+  {
+    handle: 'canvas-tote',
+    productId: '8102',
+    variantId: '45102',
+    title: 'Canvas Tote',
+    vendor: 'Demo Store',
+    type: 'Bags',
+    sku: 'TOTE-CNV',
+    price: 24,
+    color: '#d9a441',
+    description: 'Heavy cotton canvas, long handles, one inside pocket.',
+  },
+  {
+    handle: 'wool-beanie',
+    productId: '8103',
+    variantId: '45103',
+    title: 'Wool Beanie',
+    vendor: 'North Knits',
+    type: 'Hats',
+    sku: 'BEANIE-WL',
+    price: 29.5,
+    color: '#c0504d',
+    description: 'Merino rib knit that keeps its shape.',
+  },
+  {
+    handle: 'trail-bottle',
+    productId: '8104',
+    variantId: '45104',
+    title: 'Trail Bottle',
+    vendor: 'North Knits',
+    type: 'Outdoor',
+    sku: 'BTL-TRL',
+    price: 32,
+    color: '#4f9d69',
+    description: 'Insulated steel bottle, 750 ml, cold for a day.',
+  },
 ];
 
 export const CURRENCY = 'USD';
-export const SANDBOX_CUSTOMER = { id: '7001', email: 'jane.sandbox@example.com', firstName: 'Jane', lastName: 'Sandbox', phone: null, ordersCount: 2 };
+export const SANDBOX_CUSTOMER = {
+  id: '7001',
+  email: 'jane.sandbox@example.com',
+  firstName: 'Jane',
+  lastName: 'Sandbox',
+  phone: null,
+  ordersCount: 2,
+};
 
 const money = (amount: number) => ({ amount: Math.round(amount * 100) / 100, currencyCode: CURRENCY });
 export const formatPrice = (amount: number) => `$${amount.toFixed(2)}`;
@@ -138,10 +189,17 @@ export function checkoutWebhook(cart: CartRecord, origin: string, customer: type
     subtotal_price: total,
     abandoned_checkout_url: `${origin}/checkout?recover=${checkout.token}`,
     line_items: cartLines(cart).map((l) => ({
-      product_id: Number(l.product.productId), variant_id: Number(l.product.variantId), title: l.product.title, variant_title: null,
-      sku: l.product.sku, quantity: l.quantity, price: l.product.price.toFixed(2),
+      product_id: Number(l.product.productId),
+      variant_id: Number(l.product.variantId),
+      title: l.product.title,
+      variant_title: null,
+      sku: l.product.sku,
+      quantity: l.quantity,
+      price: l.product.price.toFixed(2),
     })),
-    customer: customer ? { id: Number(customer.id), email: customer.email, first_name: customer.firstName, last_name: customer.lastName } : null,
+    customer: customer
+      ? { id: Number(customer.id), email: customer.email, first_name: customer.firstName, last_name: customer.lastName }
+      : null,
   };
 }
 

@@ -21,7 +21,8 @@ export interface PageFrame {
   config: PageConfig;
 }
 
-export const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+export const esc = (s: string) =>
+  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 /** JSON safe inside <script>: no `</script>`, no HTML comment openers. */
 const scriptJson = (v: unknown) => JSON.stringify(v).replace(/</g, '\\u003c');
 

@@ -12,10 +12,30 @@ import express, { Router, type Request, type Response } from 'express';
 import type { FakeShopRecord, FakeShopState } from './state';
 import { deliverWebhook } from './webhooks';
 import {
-  CartStore, CATALOG, SANDBOX_CUSTOMER, cartLine, cartObject, checkoutObject, checkoutWebhook, productByHandle, productByVariant, productVariant, type CartRecord,
+  CartStore,
+  CATALOG,
+  SANDBOX_CUSTOMER,
+  cartLine,
+  cartObject,
+  checkoutObject,
+  checkoutWebhook,
+  productByHandle,
+  productByVariant,
+  productVariant,
+  type CartRecord,
 } from './storefront-data';
 import {
-  ADD_TO_CART_SCRIPT, CONTACT_SCRIPT, cartPage, checkoutPage, homePage, layout, productImageSvg, productPage, searchPage, type PageConfig, type PageEvent,
+  ADD_TO_CART_SCRIPT,
+  CONTACT_SCRIPT,
+  cartPage,
+  checkoutPage,
+  homePage,
+  layout,
+  productImageSvg,
+  productPage,
+  searchPage,
+  type PageConfig,
+  type PageEvent,
 } from './storefront-pages';
 
 export interface StorefrontOptions {
@@ -101,13 +121,22 @@ export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions):
         data: {
           customer: loggedIn(req) ? SANDBOX_CUSTOMER : null,
           cart: cartObject(cart, originOf(req)),
-          shop: { countryCode: 'US', myshopifyDomain: shop.domain, name: shop.name, paymentSettings: { currencyCode: 'USD' }, storefrontUrl: originOf(req) },
+          shop: {
+            countryCode: 'US',
+            myshopifyDomain: shop.domain,
+            name: shop.name,
+            paymentSettings: { currencyCode: 'USD' },
+            storefrontUrl: originOf(req),
+          },
           purchasingCompany: null,
         },
       },
       events: [{ name: 'page_viewed', data: {} }, ...events],
     };
-    res.type('html').set('cache-control', 'no-store').send(layout(title, { shopName: shop.name, cart, loggedIn: loggedIn(req), config }, main, script));
+    res
+      .type('html')
+      .set('cache-control', 'no-store')
+      .send(layout(title, { shopName: shop.name, cart, loggedIn: loggedIn(req), config }, main, script));
   };
   const setCartCookie = (res: Response, cart: CartRecord) => res.cookie('cart', cart.token, { path: '/', httpOnly: true, sameSite: 'lax' });
   /** The checkout's webhook to the app, signed with the app's secret (delivered in the background, as Shopify's). */
@@ -120,14 +149,24 @@ export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions):
   router.get('/', (req, res) => {
     const origin = originOf(req);
     render(req, res, 'All products', homePage(), [
-      { name: 'collection_viewed', data: { collection: { id: 'all', title: 'All products', productVariants: CATALOG.map((p) => productVariant(p, origin)) } } },
+      {
+        name: 'collection_viewed',
+        data: { collection: { id: 'all', title: 'All products', productVariants: CATALOG.map((p) => productVariant(p, origin)) } },
+      },
     ]);
   });
 
   router.get('/products/:handle', (req, res) => {
     const product = productByHandle(String(req.params.handle));
     if (!product) return void res.status(404).type('text').send('no such product');
-    render(req, res, product.title, productPage(product), [{ name: 'product_viewed', data: { productVariant: productVariant(product, originOf(req)) } }], ADD_TO_CART_SCRIPT);
+    render(
+      req,
+      res,
+      product.title,
+      productPage(product),
+      [{ name: 'product_viewed', data: { productVariant: productVariant(product, originOf(req)) } }],
+      ADD_TO_CART_SCRIPT,
+    );
   });
 
   router.get('/search', (req, res) => {
@@ -143,7 +182,8 @@ export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions):
     const body = (req.body ?? {}) as { id?: unknown; quantity?: unknown };
     const product = productByVariant(String(body.id ?? ''));
     const quantity = Number(body.quantity ?? 1);
-    if (!product || !Number.isInteger(quantity) || quantity < 1) return void res.status(422).json({ status: 422, description: 'Cannot find variant' });
+    if (!product || !Number.isInteger(quantity) || quantity < 1)
+      return void res.status(422).json({ status: 422, description: 'Cannot find variant' });
     const cart = carts.getOrCreate(cookies(req).cart);
     cart.lines.set(product.variantId, (cart.lines.get(product.variantId) ?? 0) + quantity);
     setCartCookie(res, cart);
@@ -162,7 +202,14 @@ export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions):
     const created = !cart.checkout;
     carts.checkout(cart);
     if (created) sendCheckout(req, 'checkouts/create', cart);
-    render(req, res, 'Checkout', checkoutPage(cart, cart.checkout!.email), [{ name: 'checkout_started', data: { checkout: checkoutObject(cart, originOf(req)) } }], CONTACT_SCRIPT);
+    render(
+      req,
+      res,
+      'Checkout',
+      checkoutPage(cart, cart.checkout!.email),
+      [{ name: 'checkout_started', data: { checkout: checkoutObject(cart, originOf(req)) } }],
+      CONTACT_SCRIPT,
+    );
   });
 
   router.post('/checkout/contact', express.json(), (req, res) => {
@@ -193,7 +240,11 @@ export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions):
   router.get(PIXEL_SRC, (_req, res) => {
     pixelBundle().then(
       (code) => res.type('text/javascript; charset=utf-8').set('cache-control', 'no-store').send(code),
-      (err: unknown) => res.status(500).type('text/javascript').send(`throw new Error(${JSON.stringify(`pixel build failed: ${(err as Error).message}`)});`),
+      (err: unknown) =>
+        res
+          .status(500)
+          .type('text/javascript')
+          .send(`throw new Error(${JSON.stringify(`pixel build failed: ${(err as Error).message}`)});`),
     );
   });
   router.get('/_sandbox/storefront/:asset', (req, res) => {

@@ -25,7 +25,11 @@ export interface SignedWebhook {
 
 export function signWebhook(defaultSecret: string, opts: WebhookOptions): SignedWebhook {
   const body = typeof opts.payload === 'string' ? opts.payload : JSON.stringify(opts.payload);
-  const hmac = opts.hmac ?? createHmac('sha256', opts.secret ?? defaultSecret).update(body, 'utf8').digest('base64');
+  const hmac =
+    opts.hmac ??
+    createHmac('sha256', opts.secret ?? defaultSecret)
+      .update(body, 'utf8')
+      .digest('base64');
   const headers: Record<string, string> = {
     'Content-Type': 'application/json',
     'X-Shopify-Topic': opts.topic,
@@ -40,7 +44,11 @@ export function signWebhook(defaultSecret: string, opts: WebhookOptions): Signed
 }
 
 /** POSTs a signed webhook. `appUrl` is the app's base URL (then `/webhooks`) or a full endpoint URL. */
-export async function deliverWebhook(defaultSecret: string, appUrl: string, opts: WebhookOptions): Promise<{ status: number; body: unknown }> {
+export async function deliverWebhook(
+  defaultSecret: string,
+  appUrl: string,
+  opts: WebhookOptions,
+): Promise<{ status: number; body: unknown }> {
   const url = new URL(appUrl);
   if (url.pathname === '/' || url.pathname === '') url.pathname = '/webhooks';
   const signed = signWebhook(defaultSecret, opts);

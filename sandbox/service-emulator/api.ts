@@ -77,7 +77,12 @@ const sendEvent: Handler = ({ store, d, body, now }) => {
   for (const [k, v] of Object.entries(body)) if (!RESERVED.has(k)) contactProperties[k] = v;
   store.upsertContact(d, email, contactProperties, now);
   store.addEvent({
-    workspaceId: d.ws.id, event_name: name, email, event_attribute: attrs ?? {}, contactProperties, receivedAt: now,
+    workspaceId: d.ws.id,
+    event_name: name,
+    email,
+    event_attribute: attrs ?? {},
+    contactProperties,
+    receivedAt: now,
   });
   return { status: 200, body: { success: true } };
 };

@@ -1,7 +1,15 @@
 // The in-process control and inspection API (also served over HTTP under /_sandbox/).
 import type { FaultBox, FaultSpec } from './faults';
 import type {
-  Contact, EmulatorCustomField, EmulatorKey, EmulatorList, EmulatorWorkspace, EventFilter, ReceivedEvent, RecordedRequest, Store,
+  Contact,
+  EmulatorCustomField,
+  EmulatorKey,
+  EmulatorList,
+  EmulatorWorkspace,
+  EventFilter,
+  ReceivedEvent,
+  RecordedRequest,
+  Store,
 } from './state';
 
 export interface EmulatorControl {

@@ -5,12 +5,40 @@
  * of something in front of it (proxy404, html200, redirect307: no JSON, no rate headers).
  */
 export type FaultMode =
-  | 'status500' | 'delay' | 'drop' | 'status429' | 'status403' | 'status401' | 'status400' | 'status406'
-  | 'status404' | 'status408' | 'status425' | 'status503' | 'success_false' | 'proxy404' | 'html200' | 'redirect307';
+  | 'status500'
+  | 'delay'
+  | 'drop'
+  | 'status429'
+  | 'status403'
+  | 'status401'
+  | 'status400'
+  | 'status406'
+  | 'status404'
+  | 'status408'
+  | 'status425'
+  | 'status503'
+  | 'success_false'
+  | 'proxy404'
+  | 'html200'
+  | 'redirect307';
 
 export const FAULT_MODES: readonly FaultMode[] = [
-  'status500', 'delay', 'drop', 'status429', 'status403', 'status401', 'status400', 'status406',
-  'status404', 'status408', 'status425', 'status503', 'success_false', 'proxy404', 'html200', 'redirect307',
+  'status500',
+  'delay',
+  'drop',
+  'status429',
+  'status403',
+  'status401',
+  'status400',
+  'status406',
+  'status404',
+  'status408',
+  'status425',
+  'status503',
+  'success_false',
+  'proxy404',
+  'html200',
+  'redirect307',
 ];
 
 export interface FaultSpec {

@@ -61,7 +61,11 @@ export class BadRequestGuard {
   private readonly recent: SlidingWindow;
   blockedUntil = 0;
 
-  constructor(private readonly threshold: number, windowMs: number, private readonly blockMs: number) {
+  constructor(
+    private readonly threshold: number,
+    windowMs: number,
+    private readonly blockMs: number,
+  ) {
     this.recent = new SlidingWindow(windowMs);
   }
 

@@ -36,8 +36,16 @@ const FAULT_REPLIES: Record<string, ApiReply> = {
 
 /** Answers of something in front of the service: no JSON, none of the service's headers. */
 const FOREIGN_REPLIES: Record<string, { status: number; type?: string; text: string }> = {
-  proxy404: { status: 404, type: 'text/html', text: '<html><head><title>404 Not Found</title></head><body><center><h1>404 Not Found</h1></center><hr><center>nginx</center></body></html>' },
-  html200: { status: 200, type: 'text/html', text: '<!doctype html><html><body><h1>We’ll be back soon</h1><p>Scheduled maintenance (injected).</p></body></html>' },
+  proxy404: {
+    status: 404,
+    type: 'text/html',
+    text: '<html><head><title>404 Not Found</title></head><body><center><h1>404 Not Found</h1></center><hr><center>nginx</center></body></html>',
+  },
+  html200: {
+    status: 200,
+    type: 'text/html',
+    text: '<!doctype html><html><body><h1>We’ll be back soon</h1><p>Scheduled maintenance (injected).</p></body></html>',
+  },
   redirect307: { status: 307, text: '' },
 };
 
@@ -53,8 +61,14 @@ export async function handleServiceRequest(core: Core, req: IncomingMessage, res
 
   const finish = (status: number, fault?: string): void => {
     store.record({
-      method, path, headers: maskHeaders(req.headers), status, at: startedAt, durationMs: Date.now() - startedAt,
-      workspaceId: d?.ws.id ?? null, ...(fault ? { fault } : {}),
+      method,
+      path,
+      headers: maskHeaders(req.headers),
+      status,
+      at: startedAt,
+      durationMs: Date.now() - startedAt,
+      workspaceId: d?.ws.id ?? null,
+      ...(fault ? { fault } : {}),
     });
     core.logger?.debug({ emulator: { method, path, status, workspaceId: d?.ws.id ?? null, fault } }, 'service emulator request');
   };
@@ -121,7 +135,8 @@ export async function handleServiceRequest(core: Core, req: IncomingMessage, res
     );
   }
   const handler = route[method];
-  if (!handler) return reply({ status: 405, body: { detail: `Method "${method}" not allowed.` } }, { allow: Object.keys(route).join(', ') });
+  if (!handler)
+    return reply({ status: 405, body: { detail: `Method "${method}" not allowed.` } }, { allow: Object.keys(route).join(', ') });
 
   let body: unknown;
   if (method === 'POST') {

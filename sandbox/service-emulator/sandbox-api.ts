@@ -22,15 +22,23 @@ function str(v: unknown): string | undefined {
 function workspaceView(c: EmulatorControl, id: string): Record<string, unknown> {
   const ws = c.workspaces().find((w) => w.id === id);
   return {
-    workspace_id: id, workspace_name: ws?.name, rate_limit: ws?.rateLimit,
+    workspace_id: id,
+    workspace_name: ws?.name,
+    rate_limit: ws?.rateLimit,
     keys: c.keys(id).map((k) => ({ name: k.name, hint: `…${k.hint}`, revoked: k.revokedAt !== null })),
-    event_counts: c.eventCounts(id), contact_count: c.contacts(id).length, blocked_until: c.blockedUntil(id),
+    event_counts: c.eventCounts(id),
+    contact_count: c.contacts(id).length,
+    blocked_until: c.blockedUntil(id),
     shops: c.shops(id),
   };
 }
 
 export async function handleSandboxRequest(
-  c: EmulatorControl, req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams,
+  c: EmulatorControl,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  query: URLSearchParams,
 ): Promise<void> {
   const raw = await readBody(req, 1_000_000);
   let body: unknown = {};

@@ -51,10 +51,22 @@ export interface RecordedRequest {
   fault?: string;
 }
 
-export interface EmulatorList { id: string; name: string; contact_count: number }
-export interface EmulatorCustomField { key: string; label: string; type: string }
+export interface EmulatorList {
+  id: string;
+  name: string;
+  contact_count: number;
+}
+export interface EmulatorCustomField {
+  key: string;
+  label: string;
+  type: string;
+}
 
-export interface EventFilter { workspaceId?: string; email?: string; eventName?: string }
+export interface EventFilter {
+  workspaceId?: string;
+  email?: string;
+  eventName?: string;
+}
 
 export interface WorkspaceData {
   ws: EmulatorWorkspace;
@@ -109,12 +121,22 @@ export class Store {
     const id = input.id ?? `ws_${this.seq}`;
     if (this.workspaces.has(id)) throw new Error(`workspace ${id} already exists`);
     const ws: EmulatorWorkspace = {
-      id, name: input.name ?? `Workspace ${this.seq}`, rateLimit: input.rateLimit ?? this.opts.rateLimit, createdAt: Date.now(), apiKey: '',
+      id,
+      name: input.name ?? `Workspace ${this.seq}`,
+      rateLimit: input.rateLimit ?? this.opts.rateLimit,
+      createdAt: Date.now(),
+      apiKey: '',
     };
     this.workspaces.set(id, {
-      ws, window: new SlidingWindow(1000),
+      ws,
+      window: new SlidingWindow(1000),
       guard: new BadRequestGuard(this.opts.blockThreshold, this.opts.blockWindowMs, this.opts.blockMs),
-      contacts: new Map(), deleted: [], eventCounts: new Map(), lists: seedLists(id), customFields: seedCustomFields(), shops: new Map(),
+      contacts: new Map(),
+      deleted: [],
+      eventCounts: new Map(),
+      lists: seedLists(id),
+      customFields: seedCustomFields(),
+      shops: new Map(),
     });
     ws.apiKey = this.createKey(id, 'default');
     return { ...ws };
@@ -165,9 +187,12 @@ export class Store {
 
   listEvents(f: EventFilter = {}): ReceivedEvent[] {
     const email = f.email === undefined ? undefined : normaliseEmail(f.email);
-    return this.events.filter((e) => (f.workspaceId === undefined || e.workspaceId === f.workspaceId)
-      && (email === undefined || e.email === email)
-      && (f.eventName === undefined || e.event_name === f.eventName));
+    return this.events.filter(
+      (e) =>
+        (f.workspaceId === undefined || e.workspaceId === f.workspaceId) &&
+        (email === undefined || e.email === email) &&
+        (f.eventName === undefined || e.event_name === f.eventName),
+    );
   }
 
   upsertContact(d: WorkspaceData, email: string, props: Record<string, unknown>, now: number): Contact {

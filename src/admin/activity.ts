@@ -11,7 +11,17 @@ import type { ReceiptStore } from '../intake/receipt-store';
 import { UseCaseError } from './errors';
 import { insertNew } from '../outbox/store-messages';
 
-export const DELIVERY_STATUSES = ['queued', 'delivering', 'delivered', 'delivered_unconfirmed', 'held', 'dead', 'cancelled', 'skipped', 'expired'] as const;
+export const DELIVERY_STATUSES = [
+  'queued',
+  'delivering',
+  'delivered',
+  'delivered_unconfirmed',
+  'held',
+  'dead',
+  'cancelled',
+  'skipped',
+  'expired',
+] as const;
 
 export interface DeliveryView {
   id: string;
@@ -91,7 +101,12 @@ export function createActivity(deps: ActivityDeps) {
         ...deliveryView(m),
         body: m.kind === 'event' ? (JSON.parse(m.body) as unknown) : null,
         attempt_log: m.deliveryLogs.map((a) => ({
-          attempt: a.attempt, started_at: a.startedAt.toISOString(), duration_ms: a.durationMs, status_code: a.statusCode, outcome: a.outcome, error: a.error,
+          attempt: a.attempt,
+          started_at: a.startedAt.toISOString(),
+          duration_ms: a.durationMs,
+          status_code: a.statusCode,
+          outcome: a.outcome,
+          error: a.error,
         })),
       };
     },
@@ -110,8 +125,13 @@ export function createActivity(deps: ActivityDeps) {
       const sourceId = `test:${at.getTime().toString(36)}:${Math.random().toString(36).slice(2, 8)}`;
       const msg = buildTestEvent({ shopDomain: shop.domain, email, sourceId, now: at });
       const status = connection.status === 'connected' ? ('queued' as const) : ('held' as const);
-      await db.$transaction((tx) => insertNew(tx, deps.provider, [msg], { shopId: shop.id, status, heldReason: status === 'held' ? 'invalid_key' : null }, at));
-      const row = await db.outboxMessage.findUniqueOrThrow({ where: { shopId_sourceId: { shopId: shop.id, sourceId } }, select: { id: true } });
+      await db.$transaction((tx) =>
+        insertNew(tx, deps.provider, [msg], { shopId: shop.id, status, heldReason: status === 'held' ? 'invalid_key' : null }, at),
+      );
+      const row = await db.outboxMessage.findUniqueOrThrow({
+        where: { shopId_sourceId: { shopId: shop.id, sourceId } },
+        select: { id: true },
+      });
       deps.onEnqueued?.(shop.id);
       return String(row.id);
     },
@@ -123,11 +143,17 @@ export function createActivity(deps: ActivityDeps) {
       const [byStatus, delivered24h, oldest] = await Promise.all([
         db.outboxMessage.groupBy({ by: ['status'], where: { shopId }, _count: { _all: true } }),
         db.outboxMessage.count({ where: { shopId, status: 'delivered', deliveredAt: { gte: since } } }),
-        db.outboxMessage.findFirst({ where: { shopId, status: 'queued', runAt: { lte: t } }, orderBy: { runAt: 'asc' }, select: { runAt: true } }),
+        db.outboxMessage.findFirst({
+          where: { shopId, status: 'queued', runAt: { lte: t } },
+          orderBy: { runAt: 'asc' },
+          select: { runAt: true },
+        }),
       ]);
       const count = (s: string) => byStatus.find((b) => b.status === s)?._count._all ?? 0;
       // latency of live events only: an import's backlog would read as minutes of "latency"
-      const live24h = await db.outboxMessage.count({ where: { shopId, status: 'delivered', deliveryClass: { lt: HISTORY }, deliveredAt: { gte: since }, latencyMs: { not: null } } });
+      const live24h = await db.outboxMessage.count({
+        where: { shopId, status: 'delivered', deliveryClass: { lt: HISTORY }, deliveredAt: { gte: since }, latencyMs: { not: null } },
+      });
       const [p50, p95] = await Promise.all([percentile(shopId, since, live24h, 0.5), percentile(shopId, since, live24h, 0.95)]);
       const hourExpr = Prisma.raw(dialectOf(deps.provider).epochHour('"deliveredAt"'));
       const hours = await sql.query<{ h: bigint | number; n: bigint | number }>(Prisma.sql`
@@ -152,13 +178,21 @@ export function createActivity(deps: ActivityDeps) {
         oldest_queued_age_s: oldest ? Math.max(0, Math.round((t.getTime() - oldest.runAt.getTime()) / 1000)) : 0,
         p50_latency_ms: p50,
         p95_latency_ms: p95,
-        hourly: Array.from({ length: 24 }, (_, i) => ({ hour: new Date((firstHour + i) * 3_600_000).toISOString(), delivered: perHour.get(firstHour + i) ?? 0 })),
+        hourly: Array.from({ length: 24 }, (_, i) => ({
+          hour: new Date((firstHour + i) * 3_600_000).toISOString(),
+          delivered: perHour.get(firstHour + i) ?? 0,
+        })),
       };
     },
 
     async dataRequests(shopId: string) {
       const rows = await db.dataExport.findMany({ where: { shopId }, orderBy: { id: 'desc' }, take: 100 });
-      return rows.map((r) => ({ id: String(r.id), request_id: r.requestId, customer_id: r.customerId, created_at: r.createdAt.toISOString() }));
+      return rows.map((r) => ({
+        id: String(r.id),
+        request_id: r.requestId,
+        customer_id: r.customerId,
+        created_at: r.createdAt.toISOString(),
+      }));
     },
 
     async dataRequest(shopId: string, id: number) {

@@ -47,8 +47,19 @@ export interface BackfillView {
 }
 
 const EMPTY: BackfillView = {
-  backfill_id: null, state: 'none', kinds: [], since: null, processed: 0, total: null, queued: 0, delivered: 0, skipped: 0,
-  eta_s: null, started_at: null, finished_at: null, error: null,
+  backfill_id: null,
+  state: 'none',
+  kinds: [],
+  since: null,
+  processed: 0,
+  total: null,
+  queued: 0,
+  delivered: 0,
+  skipped: 0,
+  eta_s: null,
+  started_at: null,
+  finished_at: null,
+  error: null,
 };
 
 /**
@@ -56,7 +67,13 @@ const EMPTY: BackfillView = {
  * outbox plus what is still to be read. Unknown while Shopify has not counted the objects;
  * null once the import failed or was cancelled.
  */
-export function etaSeconds(v: { state: string; total: number | null; processed: number; waiting: number; ratePerSec: number }): number | null {
+export function etaSeconds(v: {
+  state: string;
+  total: number | null;
+  processed: number;
+  waiting: number;
+  ratePerSec: number;
+}): number | null {
   if (v.state === 'failed' || v.state === 'cancelled' || v.state === 'none') return null;
   const toRead = v.state === 'completed' ? 0 : v.total === null ? null : Math.max(0, v.total - v.processed);
   if (toRead === null) return null;
@@ -73,7 +90,9 @@ export function createBackfillUseCases(deps: BackfillDeps) {
       db.connection.findUnique({ where: { shopId: b.shopId }, select: { workspaceId: true } }),
     ]);
     const count = (...statuses: string[]) => byStatus.filter((r) => statuses.includes(r.status)).reduce((n, r) => n + r._count._all, 0);
-    const pacer = connection ? await db.workspacePacer.findUnique({ where: { workspaceId: connection.workspaceId }, select: { limitPerSec: true } }) : null;
+    const pacer = connection
+      ? await db.workspacePacer.findUnique({ where: { workspaceId: connection.workspaceId }, select: { limitPerSec: true } })
+      : null;
     const progress = parseProgress(b.progress);
     const skipped = KINDS.reduce((n, k) => n + progress.counts[k].skipped, 0);
     return {
@@ -86,7 +105,13 @@ export function createBackfillUseCases(deps: BackfillDeps) {
       queued: b.queued,
       delivered: count('delivered'),
       skipped,
-      eta_s: etaSeconds({ state: b.state, total: b.total, processed: b.processed, waiting: count('queued', 'delivering', 'held'), ratePerSec: pacer?.limitPerSec ?? 10 }),
+      eta_s: etaSeconds({
+        state: b.state,
+        total: b.total,
+        processed: b.processed,
+        waiting: count('queued', 'delivering', 'held'),
+        ratePerSec: pacer?.limitPerSec ?? 10,
+      }),
       started_at: b.startedAt.toISOString(),
       finished_at: b.finishedAt?.toISOString() ?? null,
       error: b.error ?? (ACTIVE_STATES.includes(b.state as (typeof ACTIVE_STATES)[number]) ? (progress.note ?? null) : null),
@@ -110,7 +135,9 @@ export function createBackfillUseCases(deps: BackfillDeps) {
         return { status: 'started', backfill_id: row.id };
       });
       if (result.status === 'running') {
-        throw new UseCaseError('backfill_running', 'An import is already running for this store; cancel it or wait for it to finish', { backfill_id: result.backfill_id });
+        throw new UseCaseError('backfill_running', 'An import is already running for this store; cancel it or wait for it to finish', {
+          backfill_id: result.backfill_id,
+        });
       }
       deps.wake?.();
       return result;
@@ -132,8 +159,10 @@ export function createBackfillUseCases(deps: BackfillDeps) {
       const nothingToCancel = () => new UseCaseError('no_backfill_running', 'No import is running for this store');
       const b = await db.backfill.findFirst({ where: { shopId }, orderBy: [{ startedAt: 'desc' }, { id: 'desc' }] });
       if (!b) throw nothingToCancel();
-      const cancellable = ACTIVE_STATES.includes(b.state as (typeof ACTIVE_STATES)[number])
-        || (b.state === 'completed' && (await db.outboxMessage.count({ where: { backfillId: b.id, status: { in: ['queued', 'held'] } } })) > 0);
+      const cancellable =
+        ACTIVE_STATES.includes(b.state as (typeof ACTIVE_STATES)[number]) ||
+        (b.state === 'completed' &&
+          (await db.outboxMessage.count({ where: { backfillId: b.id, status: { in: ['queued', 'held'] } } })) > 0);
       if (!cancellable) throw nothingToCancel();
       const removed = await db.$transaction(async (tx) => {
         // the state first: on PostgreSQL this waits for a batch the runner is committing

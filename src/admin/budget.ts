@@ -135,7 +135,11 @@ export function createBudget(deps: BudgetDeps) {
   async function workspaceOf(shopId: string): Promise<{ workspaceId: string | null; shopIds: string[] }> {
     const own = await db.connection.findUnique({ where: { shopId }, select: { workspaceId: true } });
     if (!own) return { workspaceId: null, shopIds: [shopId] };
-    const rows = await db.connection.findMany({ where: { workspaceId: own.workspaceId }, select: { shopId: true }, orderBy: { shopId: 'asc' } });
+    const rows = await db.connection.findMany({
+      where: { workspaceId: own.workspaceId },
+      select: { shopId: true },
+      orderBy: { shopId: 'asc' },
+    });
     return { workspaceId: own.workspaceId, shopIds: rows.map((r) => r.shopId) };
   }
 
@@ -158,17 +162,35 @@ export function createBudget(deps: BudgetDeps) {
       const shops = { in: shopIds };
       const [pacer, dueRows, laterRows, recent, week] = await Promise.all([
         workspaceId ? db.workspacePacer.findUnique({ where: { workspaceId }, select: { limitPerSec: true } }) : null,
-        db.outboxMessage.groupBy({ by: ['shopId', 'deliveryClass'], where: { status: 'queued', shopId: shops, runAt: { lte: t } }, _count: { _all: true } }),
-        db.outboxMessage.groupBy({ by: ['deliveryClass'], where: { status: 'queued', shopId: shops, runAt: { gt: t } }, _count: { _all: true } }),
+        db.outboxMessage.groupBy({
+          by: ['shopId', 'deliveryClass'],
+          where: { status: 'queued', shopId: shops, runAt: { lte: t } },
+          _count: { _all: true },
+        }),
+        db.outboxMessage.groupBy({
+          by: ['deliveryClass'],
+          where: { status: 'queued', shopId: shops, runAt: { gt: t } },
+          _count: { _all: true },
+        }),
         // the hours overlapping the last 24 (the oldest of them started 24 h before this one)
-        db.deliveryUsage.groupBy({ by: ['hour', 'deliveryClass'], where: { shopId: shops, hour: { gte: new Date(thisHour - 24 * HOUR_MS) } }, _sum: { sends: true, expired: true } }),
-        db.deliveryUsage.groupBy({ by: ['eventName', 'deliveryClass'], where: { shopId: shops, hour: { gte: new Date(thisHour - 7 * 24 * HOUR_MS) } }, _sum: { sends: true, expired: true } }),
+        db.deliveryUsage.groupBy({
+          by: ['hour', 'deliveryClass'],
+          where: { shopId: shops, hour: { gte: new Date(thisHour - 24 * HOUR_MS) } },
+          _sum: { sends: true, expired: true },
+        }),
+        db.deliveryUsage.groupBy({
+          by: ['eventName', 'deliveryClass'],
+          where: { shopId: shops, hour: { gte: new Date(thisHour - 7 * 24 * HOUR_MS) } },
+          _sum: { sends: true, expired: true },
+        }),
       ]);
       const limit = pacer?.limitPerSec ?? DEFAULT_LIMIT;
 
       const due = [0, 0, 0, 0];
       for (const r of dueRows) due[r.deliveryClass] = (due[r.deliveryClass] ?? 0) + r._count._all;
-      const oldest = await Promise.all(dueRows.map((r) => oldestDue(r.shopId, r.deliveryClass, t).then((at) => ({ cls: r.deliveryClass, at }))));
+      const oldest = await Promise.all(
+        dueRows.map((r) => oldestDue(r.shopId, r.deliveryClass, t).then((at) => ({ cls: r.deliveryClass, at }))),
+      );
 
       // the last hour: this hour's sends, plus the part of the previous hour still inside the window
       const previousShare = 1 - (t.getTime() - thisHour) / HOUR_MS;
@@ -212,7 +234,13 @@ export function createBudget(deps: BudgetDeps) {
       const events7d: EventBudget[] = [...byEvent.entries()]
         .map(([name, e]) => {
           const cls = [...e.classSends.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]?.[0] ?? 0;
-          return { event_name: name, class: DELIVERY_CLASSES[cls] ?? 'critical', sends: e.sends, share: total > 0 ? Math.round((e.sends / total) * 10_000) / 10_000 : 0, expired: e.expired };
+          return {
+            event_name: name,
+            class: DELIVERY_CLASSES[cls] ?? 'critical',
+            sends: e.sends,
+            share: total > 0 ? Math.round((e.sends / total) * 10_000) / 10_000 : 0,
+            expired: e.expired,
+          };
         })
         .sort((a, b) => b.sends - a.sends || b.expired - a.expired || a.event_name.localeCompare(b.event_name));
 

@@ -76,7 +76,17 @@ export interface ConnectionView {
  */
 export function viewOf(c: Connection | null, readable = true, problem: DeliveryProblem | null = null): ConnectionView {
   if (!c) {
-    return { status: 'disconnected', workspace_id: null, workspace_name: null, key_hint: null, connected_at: null, last_delivered_at: null, last_error: null, last_error_at: null, delivery_problem: problem };
+    return {
+      status: 'disconnected',
+      workspace_id: null,
+      workspace_name: null,
+      key_hint: null,
+      connected_at: null,
+      last_delivered_at: null,
+      last_error: null,
+      last_error_at: null,
+      delivery_problem: problem,
+    };
   }
   return {
     status: !readable ? 'key_unreadable' : c.status === 'connected' ? 'connected' : 'invalid_key',
@@ -91,10 +101,17 @@ export function viewOf(c: Connection | null, readable = true, problem: DeliveryP
   };
 }
 
-const unavailable = (f: ServiceFailure) => new UseCaseError('service_unavailable', `The email service could not be reached or failed (${f.message}). Nothing was changed; please try again.`);
+const unavailable = (f: ServiceFailure) =>
+  new UseCaseError(
+    'service_unavailable',
+    `The email service could not be reached or failed (${f.message}). Nothing was changed; please try again.`,
+  );
 
 const unreadable = () =>
-  new UseCaseError('key_unreadable', 'The saved API key cannot be read on this server (its encryption key changed). Paste your API key again to resume; deliveries are held, not lost.');
+  new UseCaseError(
+    'key_unreadable',
+    'The saved API key cannot be read on this server (its encryption key changed). Paste your API key again to resume; deliveries are held, not lost.',
+  );
 
 export function createConnectionUseCases(deps: ConnectionDeps) {
   const { db, client, secrets, repo, pacer, logger } = deps;
@@ -116,7 +133,8 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
     if (!connection) throw new UseCaseError('not_connected', 'Connect an API key first.');
     const apiKey = keyOf(connection);
     if (apiKey === null) throw unreadable();
-    if (connection.status !== 'connected') throw new UseCaseError('saved_key_invalid', 'The saved API key was refused by the service; enter a valid key.');
+    if (connection.status !== 'connected')
+      throw new UseCaseError('saved_key_invalid', 'The saved API key was refused by the service; enter a valid key.');
     return { connection, apiKey };
   }
 
@@ -136,9 +154,12 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
     const { apiKey, connection } = await connected(shopId);
     const took = await pacer.take(connection.workspaceId);
     if (took !== 'ok') {
-      throw new UseCaseError('service_unavailable', took === 'paused'
-        ? 'The email service has paused requests from this key for a while (too many bad requests); please try again in a few minutes.'
-        : 'The workspace is busy sending at its rate limit; please try again in a moment.');
+      throw new UseCaseError(
+        'service_unavailable',
+        took === 'paused'
+          ? 'The email service has paused requests from this key for a while (too many bad requests); please try again in a few minutes.'
+          : 'The workspace is busy sending at its rate limit; please try again in a moment.',
+      );
     }
     const r = await call(apiKey);
     if (r.kind === 'ok') return r.value;
@@ -163,7 +184,10 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
       const r = await client.validateKey(apiKey, identity);
       if (r.kind === 'auth' || r.kind === 'blocked' || r.kind === 'bad_request') {
         logger.info({ shop: shop.domain, outcome: r.kind }, 'API key refused by the service');
-        throw new UseCaseError('invalid_key', 'This key was refused by the service. Check that you copied the whole key and that it is not revoked.');
+        throw new UseCaseError(
+          'invalid_key',
+          'This key was refused by the service. Check that you copied the whole key and that it is not revoked.',
+        );
       }
       if (r.kind !== 'ok') throw unavailable(r);
       // the validation request counted against the workspace's limit: account for it
@@ -179,7 +203,11 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
         lastError: null,
         lastErrorAt: null,
       };
-      const saved = await db.connection.upsert({ where: { shopId: shop.id }, create: { shopId: shop.id, connectedAt: at, ...data }, update: data });
+      const saved = await db.connection.upsert({
+        where: { shopId: shop.id },
+        create: { shopId: shop.id, connectedAt: at, ...data },
+        update: data,
+      });
       const resumed = await repo.resumeShop(shop.id, ['invalid_key', 'disconnected', 'key_unreadable'], at);
       logger.info({ shop: shop.domain, workspaceId: saved.workspaceId, resumed }, 'shop connected to its workspace');
       if (resumed) deps.onResumed?.(shop.id);
@@ -191,7 +219,10 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
     async disconnect(shop: { id: string; domain: string }): Promise<void> {
       await db.$transaction(async (tx) => {
         await tx.connection.deleteMany({ where: { shopId: shop.id } });
-        await tx.outboxMessage.updateMany({ where: { shopId: shop.id, status: 'queued' }, data: { status: 'held', heldReason: 'disconnected' } });
+        await tx.outboxMessage.updateMany({
+          where: { shopId: shop.id, status: 'queued' },
+          data: { status: 'held', heldReason: 'disconnected' },
+        });
       });
       deps.onDisconnected?.(shop);
     },
@@ -219,7 +250,12 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
           const apiKey = keyOf(c);
           if (apiKey === null) {
             // nothing to ask the service; checked again after the interval, behind the others
-            logOnce.log('warn', `key-check:${c.shopId}`, { shopId: c.shopId }, 'periodic key check: the saved key cannot be decrypted with any configured key (key_unreadable)');
+            logOnce.log(
+              'warn',
+              `key-check:${c.shopId}`,
+              { shopId: c.shopId },
+              'periodic key check: the saved key cannot be decrypted with any configured key (key_unreadable)',
+            );
             await db.connection.updateMany({ where: { shopId: c.shopId }, data: { lastCheckedAt: now() } });
             continue;
           }
@@ -232,11 +268,17 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
             await markInvalid(c.shopId, 'The service refused the API key during a periodic check.');
             logger.warn({ shopId: c.shopId }, 'periodic key check: key refused, deliveries held');
           }
-          if (r.kind === 'ok' || r.kind === 'auth') await db.connection.updateMany({ where: { shopId: c.shopId }, data: { lastCheckedAt: now() } });
+          if (r.kind === 'ok' || r.kind === 'auth')
+            await db.connection.updateMany({ where: { shopId: c.shopId }, data: { lastCheckedAt: now() } });
         } catch (err) {
           failed += 1;
           deps.metrics?.loopFailures.inc({ loop: 'key_check' });
-          logOnce.log('warn', `key-check-failed:${c.shopId}`, { shopId: c.shopId, err: (err as Error).message }, 'periodic key check failed for a shop; the others go on');
+          logOnce.log(
+            'warn',
+            `key-check-failed:${c.shopId}`,
+            { shopId: c.shopId, err: (err as Error).message },
+            'periodic key check failed for a shop; the others go on',
+          );
         }
       }
       return { checked, invalid, failed };

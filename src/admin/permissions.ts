@@ -63,7 +63,12 @@ export function featuresFor(granted: readonly string[]): FeatureView[] {
   });
 }
 
-const enabledIn = (granted: readonly string[]) => new Set(featuresFor(granted).filter((f) => f.granted).map((f) => f.feature));
+const enabledIn = (granted: readonly string[]) =>
+  new Set(
+    featuresFor(granted)
+      .filter((f) => f.granted)
+      .map((f) => f.feature),
+  );
 
 export function createPermissions(deps: PermissionsDeps): PermissionsUseCases {
   const { db, tokens } = deps;

@@ -61,12 +61,21 @@ export function createStoredKeys(deps: StoredKeysDeps) {
   async function connections(scan: KeyScan): Promise<void> {
     // the shops with deliveries held for an unreadable key: few, found through the status index
     const held = new Set(
-      (await db.outboxMessage.findMany({ where: { status: 'held', heldReason: 'key_unreadable' }, distinct: ['shopId'], select: { shopId: true } })).map((m) => m.shopId),
+      (
+        await db.outboxMessage.findMany({
+          where: { status: 'held', heldReason: 'key_unreadable' },
+          distinct: ['shopId'],
+          select: { shopId: true },
+        })
+      ).map((m) => m.shopId),
     );
     let after = '';
     for (;;) {
       const rows: Array<Connection & { shop: { domain: string } }> = await db.connection.findMany({
-        where: { shopId: { gt: after } }, orderBy: { shopId: 'asc' }, take: chunk, include: { shop: { select: { domain: true } } },
+        where: { shopId: { gt: after } },
+        orderBy: { shopId: 'asc' },
+        take: chunk,
+        include: { shop: { select: { domain: true } } },
       });
       for (const c of rows) {
         const opened = open(c.apiKeyEnc, c.shopId);
@@ -77,7 +86,10 @@ export function createStoredKeys(deps: StoredKeysDeps) {
         }
         scan.connections[opened.current ? 'current' : 'previous'] += 1;
         if (!opened.current) {
-          const res = await db.connection.updateMany({ where: { shopId: c.shopId, apiKeyEnc: c.apiKeyEnc }, data: { apiKeyEnc: secrets.encrypt(opened.plain, c.shopId) } });
+          const res = await db.connection.updateMany({
+            where: { shopId: c.shopId, apiKeyEnc: c.apiKeyEnc },
+            data: { apiKeyEnc: secrets.encrypt(opened.plain, c.shopId) },
+          });
           scan.reencrypted += res.count;
         }
         if (!held.has(c.shopId)) continue;
@@ -111,7 +123,10 @@ export function createStoredKeys(deps: StoredKeysDeps) {
         if (current) continue;
         const res = await db.session.updateMany({
           where: { id: s.id, accessToken: s.accessToken, refreshToken: s.refreshToken },
-          data: { accessToken: secrets.encrypt(access.plain, s.id), ...(refresh ? { refreshToken: secrets.encrypt(refresh.plain, s.id) } : {}) },
+          data: {
+            accessToken: secrets.encrypt(access.plain, s.id),
+            ...(refresh ? { refreshToken: secrets.encrypt(refresh.plain, s.id) } : {}),
+          },
         });
         scan.reencrypted += res.count;
       }
@@ -135,13 +150,20 @@ export function createStoredKeys(deps: StoredKeysDeps) {
       deps.metrics?.storedSecrets.set({ key: 'unreadable' }, unreadable);
       if (unreadable > 0) {
         logger.error(
-          { connections: scan.connections.unreadable, sessions: scan.sessions.unreadable, shops: scan.unreadableShops.slice(0, 100), more: Math.max(0, scan.unreadableShops.length - 100) },
+          {
+            connections: scan.connections.unreadable,
+            sessions: scan.sessions.unreadable,
+            shops: scan.unreadableShops.slice(0, 100),
+            more: Math.max(0, scan.unreadableShops.length - 100),
+          },
           'stored secrets that no configured encryption key decrypts: these shops show key_unreadable and their deliveries are held; put the old key in ENCRYPTION_KEYS_PREVIOUS, or have the merchants paste their API keys again',
         );
       }
       logger.info(
         { current, reencrypted: scan.reencrypted, remainingUnderPreviousKeys: remaining, unreadable, resumedShops: scan.resumedShops },
-        remaining === 0 ? 'stored secrets checked: none is left under a previous key' : 'stored secrets checked: some are still under a previous key',
+        remaining === 0
+          ? 'stored secrets checked: none is left under a previous key'
+          : 'stored secrets checked: some are still under a previous key',
       );
       return scan;
     },

@@ -19,7 +19,10 @@ export async function pixelActivity(db: Db, shopId: string, now: Date): Promise<
   const hour = Math.floor(now.getTime() / HOUR_MS);
   const [pending, sums] = await Promise.all([
     db.pixelClaim.count({ where: { shopId, expiresAt: { gt: now } } }),
-    db.pixelStat.aggregate({ where: { shopId, hour: { gt: hour - ACTIVITY_HOURS } }, _sum: { vouched: true, expired: true, dropped: true, limited: true } }),
+    db.pixelStat.aggregate({
+      where: { shopId, hour: { gt: hour - ACTIVITY_HOURS } },
+      _sum: { vouched: true, expired: true, dropped: true, limited: true },
+    }),
   ]);
   return {
     window_hours: ACTIVITY_HOURS,

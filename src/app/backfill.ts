@@ -50,8 +50,26 @@ export interface BackfillModule {
 }
 
 export function createBackfill(deps: BackfillModuleDeps): BackfillModule {
-  const source = deps.source ?? createShopifyBulkSource({ shopify: deps.shopify, tokens: deps.tokens, logger: deps.logger, adminOrigin: deps.adminOrigin, production: deps.production });
-  const runner = new BackfillRunner({ ...deps.runner, db: deps.db, provider: deps.provider, source, logger: deps.logger, metrics: deps.metrics, now: deps.now, onEnqueued: deps.onEnqueued, enrich: deps.enrich });
+  const source =
+    deps.source ??
+    createShopifyBulkSource({
+      shopify: deps.shopify,
+      tokens: deps.tokens,
+      logger: deps.logger,
+      adminOrigin: deps.adminOrigin,
+      production: deps.production,
+    });
+  const runner = new BackfillRunner({
+    ...deps.runner,
+    db: deps.db,
+    provider: deps.provider,
+    source,
+    logger: deps.logger,
+    metrics: deps.metrics,
+    now: deps.now,
+    onEnqueued: deps.onEnqueued,
+    enrich: deps.enrich,
+  });
   const useCases = createBackfillUseCases({ db: deps.db, now: deps.now, wake: () => runner.wake() });
   return {
     runner,

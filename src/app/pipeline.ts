@@ -46,7 +46,9 @@ export interface PipelineDeps {
 }
 
 /** Stage 2's timings a caller may set (tests, the server's options). */
-export type ProcessorTimings = Partial<Pick<ProcessorDeps, 'batchSize' | 'turnMs' | 'leaseMs' | 'safetyPollMs' | 'retentionMs' | 'lingerMs'>>;
+export type ProcessorTimings = Partial<
+  Pick<ProcessorDeps, 'batchSize' | 'turnMs' | 'leaseMs' | 'safetyPollMs' | 'retentionMs' | 'lingerMs'>
+>;
 
 export interface Pipeline {
   intake: Intake;
@@ -75,7 +77,15 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
   const safetyPollMs = wakeups.reachesOtherProcesses ? undefined : 1_000;
   const erasure = createErasure(db, logger);
   const worker = new DeliveryWorker({
-    db, repo: deps.repo, queue, pacer: deps.pacer, client: deps.client, secrets: deps.secrets, metrics, logger, now,
+    db,
+    repo: deps.repo,
+    queue,
+    pacer: deps.pacer,
+    client: deps.client,
+    secrets: deps.secrets,
+    metrics,
+    logger,
+    now,
     // a sent contact delete's row was scrubbed of its address: compact its old copies away
     onScrubbed: () => void erasure.afterScrub(),
     lanes: config.worker.lanes,
@@ -89,9 +99,24 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
 
   const forwardStore = new ForwardStore(db);
   const processor = new ReceiptProcessor({
-    db, provider, logger, metrics, now, receipts, forwardStore,
+    db,
+    provider,
+    logger,
+    metrics,
+    now,
+    receipts,
+    forwardStore,
     forward: createForwardReceipts({ store: forwardStore, mapContext: deps.mapContext, enrich: deps.enrich }),
-    gdpr: createGdpr({ db, provider, logger, receipts, erasure, now, onUninstalled: deps.onUninstalled, emailKeys: createEmailKeys(config.encryption) }),
+    gdpr: createGdpr({
+      db,
+      provider,
+      logger,
+      receipts,
+      erasure,
+      now,
+      onUninstalled: deps.onUninstalled,
+      emailKeys: createEmailKeys(config.encryption),
+    }),
     sideHandlers: deps.sideHandlers,
     pixel: deps.pixel,
     // stage 2 indexed the due work in its own transaction: only the wake-up is left
@@ -103,12 +128,19 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
   wakeups.subscribe('receipts', () => processor.nudge());
 
   return {
-    intake, receipts, processor, worker, queue, wakeups,
+    intake,
+    receipts,
+    processor,
+    worker,
+    queue,
+    wakeups,
     notifyQueued(shopId, runAt) {
       queue
         .lower([{ shopId, runAt: runAt ?? now() }])
         .then(() => wakeups.publish('due'))
-        .catch((err: unknown) => logger.warn({ shopId, err: (err as Error).message }, 'could not index queued work as due; the safety reconcile will'));
+        .catch((err: unknown) =>
+          logger.warn({ shopId, err: (err as Error).message }, 'could not index queued work as due; the safety reconcile will'),
+        );
     },
     async startWorkers() {
       await wakeups.listen();

@@ -92,7 +92,9 @@ export interface StartOptions {
   /** Sandbox extras for the embedded page (simulate panel, links); ignored in production. */
   ui?: Omit<UiRoutesDeps, 'config'>;
   /** Worker timings for tests (safety poll, sweep, lanes, ...). */
-  worker?: Partial<Pick<WorkerDeps, 'safetyPollMs' | 'sweepEveryMs' | 'reconcileEveryMs' | 'laneQuantumMs' | 'leaseMs' | 'lanes' | 'recordRetryMs'>>;
+  worker?: Partial<
+    Pick<WorkerDeps, 'safetyPollMs' | 'sweepEveryMs' | 'reconcileEveryMs' | 'laneQuantumMs' | 'leaseMs' | 'lanes' | 'recordRetryMs'>
+  >;
   /** Stage-2 timings for tests. */
   processor?: ProcessorTimings;
   /** Timings of the historical-import runner, for tests. */
@@ -104,7 +106,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const now = opts.now ?? (() => new Date());
   const applied = await applyMigrations(config.databaseUrl);
   if (applied.length) logger.info({ applied }, 'database migrations applied');
-  const db = await createDb(config.databaseUrl, { poolSize: config.databasePoolSize, keepConnections: true, onWarning: (message) => logger.warn(message) });
+  const db = await createDb(config.databaseUrl, {
+    poolSize: config.databasePoolSize,
+    keepConnections: true,
+    onWarning: (message) => logger.warn(message),
+  });
   // gauges read from the database are cached (GAUGE_MAX_AGE_MS): scrapes add no load of their own
   const metrics = new Metrics({
     defaultMetrics: true,
@@ -120,18 +126,37 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   metrics.onScrapeClasses(() => readClassQueues(db, config.dbProvider, now()));
 
   const secrets = createSecretBox(config.encryption.key, config.encryption.previousKeys);
-  const client = opts.client ?? createServiceClient({ baseUrl: config.service.baseUrl, webhookUrl: config.service.webhookUrl, timeoutMs: config.service.timeoutMs, logger });
+  const client =
+    opts.client ??
+    createServiceClient({
+      baseUrl: config.service.baseUrl,
+      webhookUrl: config.service.webhookUrl,
+      timeoutMs: config.service.timeoutMs,
+      logger,
+    });
   const repo = new OutboxRepository(db, config.dbProvider, { maxSends: config.worker.maxSendsPerMessage });
-  const pacer = new Pacer(db, config.dbProvider, { now: () => now().getTime(), guardMs: config.service.rateGuardMs, onEvent: (event) => metrics.pacerEvents.inc({ event }) });
+  const pacer = new Pacer(db, config.dbProvider, {
+    now: () => now().getTime(),
+    guardMs: config.service.rateGuardMs,
+    onEvent: (event) => metrics.pacerEvents.inc({ event }),
+  });
 
   const shopify = createShopify(config, logger);
   const sessions = createSessionStore(db, { encrypt: (p, c) => secrets.encrypt(p, c), decrypt: (s, c) => secrets.decrypt(s, c), logger });
   const tokens = createOfflineTokens({ shopify, db, sessions, logger });
-  const products = createProductCatalog({ db, shopify, tokens, logger, metrics, storefrontLookupsPerMinute: config.pixel.lookupsPerMinute });
+  const products = createProductCatalog({
+    db,
+    shopify,
+    tokens,
+    logger,
+    metrics,
+    storefrontLookupsPerMinute: config.pixel.lookupsPerMinute,
+  });
   const webPixels = createWebPixels({ db, shopify, tokens, logger, now });
   const permissions = createPermissions({ db, tokens, grantedScopes: (s) => fetchGrantedScopes(shopify, s), logger });
   /** Shopify calls that must not hold up a request or a batch: logged when they fail. */
-  const detached = (what: string, p: Promise<unknown>) => void p.catch((err: unknown) => logger.warn({ err: (err as Error).message }, `${what} failed`));
+  const detached = (what: string, p: Promise<unknown>) =>
+    void p.catch((err: unknown) => logger.warn({ err: (err as Error).message }, `${what} failed`));
 
   /** Product images and links of line items, for live events and imports alike (one cache). */
   const enrich: EnrichItems = async (shop, items) => {
@@ -143,30 +168,48 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // writers outside stage 2 (imports, admin actions, reinstalls) index their queued work as due
   const notifyQueued = (shopId: string, runAt?: Date) => pipeline.notifyQueued(shopId, runAt);
   const backfill = createBackfill({
-    db, provider: config.dbProvider, logger, metrics, shopify, tokens, now,
-    production: config.production, adminOrigin: config.shopify.adminOrigin,
-    onEnqueued: notifyQueued, enrich, runner: opts.backfillRunner,
+    db,
+    provider: config.dbProvider,
+    logger,
+    metrics,
+    shopify,
+    tokens,
+    now,
+    production: config.production,
+    adminOrigin: config.shopify.adminOrigin,
+    onEnqueued: notifyQueued,
+    enrich,
+    runner: opts.backfillRunner,
   });
   const shopIdOf = async (domain: string) => (await db.shop.findUnique({ where: { domain }, select: { id: true } }))?.id ?? null;
   const sideHandlers: Record<SideEffectTopic, SideHandler> = {
     'bulk_operations/finish': async (r) => {
       const matched = await backfill.onBulkOperationFinish(r.shopDomain, r.payload);
-      return { outcome: 'ignored', reason: matched ? 'bulk operation of an import; the import was told' : 'bulk operation not started by an import' };
+      return {
+        outcome: 'ignored',
+        reason: matched ? 'bulk operation of an import; the import was told' : 'bulk operation not started by an import',
+      };
     },
     'app/scopes_update': async (r) => {
       const result = await permissions.onScopesUpdate(r.shopDomain, r.payload);
       const shopId = await shopIdOf(r.shopDomain);
-      if (shopId && result.enabled.includes('storefront_pixel')) detached('activating the storefront pixel', webPixels.ensureActive({ id: shopId, domain: r.shopDomain }));
+      if (shopId && result.enabled.includes('storefront_pixel'))
+        detached('activating the storefront pixel', webPixels.ensureActive({ id: shopId, domain: r.shopDomain }));
       return { outcome: 'accepted' };
     },
     'products/update': async (r) => {
       const shopId = await shopIdOf(r.shopDomain);
-      return shopId ? { outcome: 'accepted', reason: await products.onProductUpdate(shopId, r.payload) } : { outcome: 'ignored', reason: 'unknown shop' };
+      return shopId
+        ? { outcome: 'accepted', reason: await products.onProductUpdate(shopId, r.payload) }
+        : { outcome: 'ignored', reason: 'unknown shop' };
     },
     'products/delete': async (r) => {
       const shopId = await shopIdOf(r.shopDomain);
       if (!shopId) return { outcome: 'ignored', reason: 'unknown shop' };
-      return { outcome: 'accepted', reason: (await products.onProductDelete(shopId, r.payload)) ? 'cached product removed' : 'product was not cached' };
+      return {
+        outcome: 'accepted',
+        reason: (await products.onProductDelete(shopId, r.payload)) ? 'cached product removed' : 'product was not cached',
+      };
     },
   };
   const abandonment = { graceMs: config.checkouts.graceMinutes * 60_000, maxAgeMs: config.checkouts.maxAgeDays * 86_400_000 };
@@ -174,7 +217,16 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const storefront = createStorefront({ config, db, logger, metrics, now, products, customers });
   metrics.onScrapeClaims(() => storefront.claimsPending());
   const pipeline = buildPipeline({
-    config, db, logger, metrics, now, repo, pacer, client, secrets, sideHandlers,
+    config,
+    db,
+    logger,
+    metrics,
+    now,
+    repo,
+    pacer,
+    client,
+    secrets,
+    sideHandlers,
     mapContext: () => ({ abandonment }),
     enrich,
     onUninstalled: (shopId) => webPixels.markRemoved(shopId),
@@ -185,7 +237,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   metrics.onScrapeLag(() => pipeline.receipts.lag(now()));
 
   const connection = createConnectionUseCases({
-    db, client, secrets, repo, pacer, logger, metrics, now, onResumed: notifyQueued,
+    db,
+    client,
+    secrets,
+    repo,
+    pacer,
+    logger,
+    metrics,
+    now,
+    onResumed: notifyQueued,
     shopIdentity: async (domain) => {
       const session = await tokens.getOfflineSession(domain);
       return session ? ensureShopIdentity({ shopify, db, logger }, session) : null;
@@ -202,7 +262,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let shuttingDown = false;
   const opsDeps = { db, metrics, isShuttingDown: () => shuttingDown, metricsToken: config.ops.metricsToken };
   const app = createApp({
-    ...opsDeps, logger,
+    ...opsDeps,
+    logger,
     // with a listener of their own, the public port keeps /healthz alone of the operations routes
     ops: config.ops.port === undefined ? 'all' : 'health',
     // a worker-only process serves the operations routes (health, readiness, metrics) alone
@@ -210,8 +271,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       ? [
           // the storefront's batches outnumber the webhooks by orders of magnitude: their route first
           pixelRoute({
-            intake: pipeline.intake, keys: storefront.keys, logger, metrics, now,
-            ratePerShop: config.pixel.ratePerShop, ratePerClient: config.pixel.ratePerClient, ratePerIp: config.pixel.ratePerIp, trustProxyHops: config.pixel.trustProxyHops,
+            intake: pipeline.intake,
+            keys: storefront.keys,
+            logger,
+            metrics,
+            now,
+            ratePerShop: config.pixel.ratePerShop,
+            ratePerClient: config.pixel.ratePerClient,
+            ratePerIp: config.pixel.ratePerIp,
+            trustProxyHops: config.pixel.trustProxyHops,
           }),
           webhooksRoute({ apiSecret: config.shopify.apiSecret, intake: pipeline.intake, logger, metrics, now }),
         ]
@@ -235,7 +303,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       s.once('error', reject);
     });
   const server = await listen(app, config.port, opts.host ?? '0.0.0.0');
-  const opsServer = config.ops.port === undefined ? null : await listen(createOpsApp(opsDeps), config.ops.port, opts.host ?? config.ops.host);
+  const opsServer =
+    config.ops.port === undefined ? null : await listen(createOpsApp(opsDeps), config.ops.port, opts.host ?? config.ops.host);
   const port = (server.address() as AddressInfo).port;
   const url = `http://127.0.0.1:${port}`;
   const opsUrl = opsServer ? `http://127.0.0.1:${(opsServer.address() as AddressInfo).port}` : undefined;
@@ -259,7 +328,16 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     }, 60_000);
     holdsCheck.unref();
   }
-  logger.info({ port, ...(opsServer ? { opsPort: (opsServer.address() as AddressInfo).port } : {}), database: config.dbProvider, sandbox: config.sandbox, role: config.role }, 'connector listening');
+  logger.info(
+    {
+      port,
+      ...(opsServer ? { opsPort: (opsServer.address() as AddressInfo).port } : {}),
+      database: config.dbProvider,
+      sandbox: config.sandbox,
+      role: config.role,
+    },
+    'connector listening',
+  );
 
   // every stored secret read once against the configured keys, in the background: unreadable
   // ones named in one line, held deliveries of keys that read again resumed, a rotation finished
@@ -286,10 +364,16 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       shuttingDown = true;
       clearInterval(keyCheck);
       clearInterval(holdsCheck);
-      const httpClosed = Promise.all([server, opsServer].map((s) => s && new Promise<void>((resolve) => {
-        s.close(() => resolve());
-        s.closeIdleConnections();
-      })));
+      const httpClosed = Promise.all(
+        [server, opsServer].map(
+          (s) =>
+            s &&
+            new Promise<void>((resolve) => {
+              s.close(() => resolve());
+              s.closeIdleConnections();
+            }),
+        ),
+      );
       storefront.sweeper.stop();
       stopScan.abort();
       await Promise.all([httpClosed, pipeline.stop(), backfill.runner.stop(), keyScan]);
@@ -299,8 +383,19 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     })());
 
   return {
-    url, port, opsUrl, db, logger, server, backfill, close, role: config.role,
-    worker: pipeline.worker, processor: pipeline.processor, intake: pipeline.intake, receipts: pipeline.receipts,
+    url,
+    port,
+    opsUrl,
+    db,
+    logger,
+    server,
+    backfill,
+    close,
+    role: config.role,
+    worker: pipeline.worker,
+    processor: pipeline.processor,
+    intake: pipeline.intake,
+    receipts: pipeline.receipts,
     notifyQueued: pipeline.notifyQueued,
     checkKeys: () => connection.checkKeys(),
     scanKeys: () => storedKeys.scan(),

@@ -42,7 +42,9 @@ export function createStorefront(deps: StorefrontDeps): Storefront {
   const p = config.pixel;
   return {
     stage: createPixelStage({
-      store: new PixelStore(db), metrics, now,
+      store: new PixelStore(db),
+      metrics,
+      now,
       keys: createEmailKeys(config.encryption),
       products: deps.products,
       customers: deps.customers,

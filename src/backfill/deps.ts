@@ -18,7 +18,10 @@ export interface BackfillRunnerDeps {
   /** Tells the delivery worker a shop has new due work. */
   onEnqueued?: (shopId: string) => void;
   /** Product images and links for imported orders' line items (the live events' cache). */
-  enrich?: (shop: { id: string; domain: string }, items: Array<{ product_id: string | null; variant_id: string | null }>) => Promise<ProductLookup>;
+  enrich?: (
+    shop: { id: string; domain: string },
+    items: Array<{ product_id: string | null; variant_id: string | null }>,
+  ) => Promise<ProductLookup>;
   runnerId?: string;
   /** How often to look for backfills to run. Default 2 000 ms. */
   pollMs?: number;

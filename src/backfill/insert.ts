@@ -13,7 +13,13 @@ type Tx = Prisma.TransactionClient;
 const ROWS_PER_STATEMENT = 50;
 
 /** Inserts the messages whose (shop, sourceId) is new; returns how many were inserted. */
-export async function insertIgnoringExisting(tx: Tx, provider: DbProvider, messages: NewMessage[], opts: StoreOptions, now: Date): Promise<number> {
+export async function insertIgnoringExisting(
+  tx: Tx,
+  provider: DbProvider,
+  messages: NewMessage[],
+  opts: StoreOptions,
+  now: Date,
+): Promise<number> {
   const sql = new Sql(tx as never, provider);
   const at = sql.ts(now);
   let inserted = 0;

@@ -37,10 +37,13 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
       clearTimeout(t);
       reject(signal.reason);
     };
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, Math.max(0, ms));
+    const t = setTimeout(
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }
@@ -51,7 +54,14 @@ const YIELD_EVERY_LINES = 100;
 
 function transient(err: unknown): boolean {
   if (err instanceof BulkSourceError) return err.kind === 'retryable' || err.kind === 'busy';
-  if (err instanceof Stop || err instanceof Fatal || err instanceof Pause || err instanceof InvalidLineError || err instanceof LineTooLongError) return false;
+  if (
+    err instanceof Stop ||
+    err instanceof Fatal ||
+    err instanceof Pause ||
+    err instanceof InvalidLineError ||
+    err instanceof LineTooLongError
+  )
+    return false;
   // network errors while streaming the body, database hiccups: resume from the last batch
   return true;
 }
@@ -184,8 +194,11 @@ export class Job {
     for (;;) {
       if (!p.url) {
         if (!p.operationId) {
-          if (p.attempts >= MAX_OPERATION_RUNS) throw new Fatal(`Shopify could not export the ${kind} (${MAX_OPERATION_RUNS} bulk operations failed)`);
-          const { id } = await this.retrying(`start the ${kind} export`, () => this.deps.source.run(this.domain, kind, this.sinceFor(kind)));
+          if (p.attempts >= MAX_OPERATION_RUNS)
+            throw new Fatal(`Shopify could not export the ${kind} (${MAX_OPERATION_RUNS} bulk operations failed)`);
+          const { id } = await this.retrying(`start the ${kind} export`, () =>
+            this.deps.source.run(this.domain, kind, this.sinceFor(kind)),
+          );
           p.operationId = id;
           p.attempts++;
           await this.save();
@@ -193,7 +206,10 @@ export class Job {
         }
         const op = await this.waitForOperation(p.operationId!);
         if (op.status !== 'COMPLETED') {
-          this.log.warn({ kind, operationId: op.id, status: op.status, errorCode: op.errorCode }, 'bulk operation did not complete; running it again');
+          this.log.warn(
+            { kind, operationId: op.id, status: op.status, errorCode: op.errorCode },
+            'bulk operation did not complete; running it again',
+          );
           resetKind(p, kind, true);
           await this.save();
           continue;
@@ -255,7 +271,10 @@ export class Job {
         failures = this.progress.line > before ? 1 : failures + 1;
         if (failures >= max) throw new Fatal(`The ${kind} result could not be read: ${(err as Error).message}`);
         const delay = Math.min(60_000, (this.deps.retryBaseMs ?? 1_000) * 2 ** (failures - 1));
-        this.log.warn({ kind, line: this.progress.line, err: (err as Error).message, retryInMs: delay }, 'reading the result failed; resuming from the last batch');
+        this.log.warn(
+          { kind, line: this.progress.line, err: (err as Error).message, retryInMs: delay },
+          'reading the result failed; resuming from the last batch',
+        );
         await sleep(delay, this.signal);
       }
     }
@@ -294,7 +313,10 @@ export class Job {
   /** Maps a batch: orders with the images and links of their products (the live events' cache). */
   private async map(kind: Kind, roots: RootRecord[]): Promise<{ messages: NewMessage[]; skipped: number }> {
     const items = roots.map((rec) => rec.children.filter(isLineItem));
-    const products = kind === 'orders' && this.deps.enrich ? await this.deps.enrich({ id: this.b.shopId, domain: this.domain }, items.flatMap(importedLineItemIds)) : undefined;
+    const products =
+      kind === 'orders' && this.deps.enrich
+        ? await this.deps.enrich({ id: this.b.shopId, domain: this.domain }, items.flatMap(importedLineItemIds))
+        : undefined;
     const ctx: ImportContext = { shopDomain: this.domain, settings: this.shop!.settings, now: this.now(), products };
     const messages: NewMessage[] = [];
     let skipped = 0;
@@ -319,7 +341,12 @@ export class Job {
       progress: (inserted, skippedLive) => {
         const next: Progress = { ...base, counts: { ...base.counts }, line: at.line, byte: at.byte, note: null };
         const c = base.counts[kind];
-        next.counts[kind] = { ...c, processed: c.processed + batch.records, queued: c.queued + inserted, skipped: c.skipped + mapped.skipped + skippedLive };
+        next.counts[kind] = {
+          ...c,
+          processed: c.processed + batch.records,
+          queued: c.queued + inserted,
+          skipped: c.skipped + mapped.skipped + skippedLive,
+        };
         return next;
       },
     });

@@ -12,7 +12,10 @@ export interface JsonlLine {
 }
 
 export class LineTooLongError extends Error {
-  constructor(readonly line: number, readonly limit: number) {
+  constructor(
+    readonly line: number,
+    readonly limit: number,
+  ) {
     super(`line ${line} of the result file is longer than ${limit} bytes`);
     this.name = 'LineTooLongError';
   }

@@ -38,7 +38,16 @@ export interface Progress {
 const emptyCounts = (): KindCounts => ({ total: null, processed: 0, queued: 0, skipped: 0 });
 
 export function emptyProgress(): Progress {
-  return { kind: null, done: [], operationId: null, url: null, line: 0, byte: 0, attempts: 0, counts: { customers: emptyCounts(), orders: emptyCounts() } };
+  return {
+    kind: null,
+    done: [],
+    operationId: null,
+    url: null,
+    line: 0,
+    byte: 0,
+    attempts: 0,
+    counts: { customers: emptyCounts(), orders: emptyCounts() },
+  };
 }
 
 const isKind = (v: unknown): v is Kind => v === 'customers' || v === 'orders';

@@ -112,7 +112,11 @@ export class BackfillRunner {
         wait = this.claimBackoff.fail('claim');
         wakeable = false;
         this.deps.metrics?.loopFailures.inc({ loop: 'backfill' });
-        if (this.claimBackoff.failures('claim') % 5 === 1) logger.error({ err: (err as Error).message, retryInMs: wait }, 'backfill runner: looking for work failed; retrying after a growing wait');
+        if (this.claimBackoff.failures('claim') % 5 === 1)
+          logger.error(
+            { err: (err as Error).message, retryInMs: wait },
+            'backfill runner: looking for work failed; retrying after a growing wait',
+          );
       }
       if (this.stopping) break;
       await new Promise<void>((resolve) => {
@@ -145,7 +149,10 @@ export class BackfillRunner {
           const delay = this.jobBackoff.fail(b.id);
           this.crashedIds.add(b.id);
           this.deps.metrics?.loopFailures.inc({ loop: 'backfill' });
-          this.deps.logger.error({ backfillId: b.id, err: (err as Error).message, retryInMs: delay }, 'backfill job crashed; resumed after a wait');
+          this.deps.logger.error(
+            { backfillId: b.id, err: (err as Error).message, retryInMs: delay },
+            'backfill job crashed; resumed after a wait',
+          );
         },
       )
       .finally(() => {
@@ -159,14 +166,17 @@ export class BackfillRunner {
     const { logger } = this.deps;
     const signal = controller.signal;
     const job = new Job(this.deps, this.store, b, signal, this.now, (id, ms) => this.waitOperation(id, ms, signal));
-    const heartbeat = setInterval(() => {
-      this.store.renew(b.id).then(
-        (ok) => {
-          if (!ok && !signal.aborted) controller.abort(new Stop('fence'));
-        },
-        (err: unknown) => logger.warn({ backfillId: b.id, err: (err as Error).message }, 'backfill lease renewal failed'),
-      );
-    }, Math.max(50, Math.floor(this.leaseMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        this.store.renew(b.id).then(
+          (ok) => {
+            if (!ok && !signal.aborted) controller.abort(new Stop('fence'));
+          },
+          (err: unknown) => logger.warn({ backfillId: b.id, err: (err as Error).message }, 'backfill lease renewal failed'),
+        );
+      },
+      Math.max(50, Math.floor(this.leaseMs / 3)),
+    );
     try {
       logger.info({ backfillId: b.id, shopId: b.shopId, kinds: b.kinds }, 'backfill started or resumed');
       await job.run();
@@ -181,9 +191,10 @@ export class BackfillRunner {
         await job.afterLostFence();
         return;
       }
-      const message = err instanceof Fatal || err instanceof BulkSourceError || err instanceof InvalidLineError || err instanceof LineTooLongError
-        ? err.message
-        : `The import stopped on an unexpected error: ${(err as Error).message}`.slice(0, 500);
+      const message =
+        err instanceof Fatal || err instanceof BulkSourceError || err instanceof InvalidLineError || err instanceof LineTooLongError
+          ? err.message
+          : `The import stopped on an unexpected error: ${(err as Error).message}`.slice(0, 500);
       logger.warn({ backfillId: b.id, err: message }, 'backfill failed');
       await job.fail(message);
     } finally {

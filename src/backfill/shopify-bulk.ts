@@ -92,8 +92,11 @@ function toOperation(raw: Record<string, unknown> | null | undefined): BulkOpera
 }
 
 function graphqlFailure(err: GraphqlQueryError): BulkSourceError {
-  const errors = ((err.body as { errors?: { graphQLErrors?: Array<{ message?: string; extensions?: { code?: string } }> } } | undefined)?.errors?.graphQLErrors ?? []);
-  if (errors.some((e) => e.extensions?.code === 'THROTTLED')) return new BulkSourceError('retryable', 'Shopify is throttling the Admin API');
+  const errors =
+    (err.body as { errors?: { graphQLErrors?: Array<{ message?: string; extensions?: { code?: string } }> } } | undefined)?.errors
+      ?.graphQLErrors ?? [];
+  if (errors.some((e) => e.extensions?.code === 'THROTTLED'))
+    return new BulkSourceError('retryable', 'Shopify is throttling the Admin API');
   const first = errors[0];
   const text = (first?.message ?? 'GraphQL error').slice(0, 300);
   if (first?.extensions?.code === 'ACCESS_DENIED') return new BulkSourceError('rejected', `Shopify denied access: ${text}`);
@@ -105,7 +108,8 @@ export function createShopifyBulkSource(deps: ShopifyBulkDeps): BulkSource {
 
   async function call<T>(shop: string, query: string, variables: Record<string, unknown>, retried = false): Promise<T> {
     const session = await tokens.getOfflineSession(shop);
-    if (!session) throw new BulkSourceError('rejected', 'The app has no valid access token for this shop; the merchant must open the app again');
+    if (!session)
+      throw new BulkSourceError('rejected', 'The app has no valid access token for this shop; the merchant must open the app again');
     routeShop(shopify, shop);
     try {
       const client = new shopify.clients.Graphql({ session });
@@ -120,7 +124,11 @@ export function createShopifyBulkSource(deps: ShopifyBulkDeps): BulkSource {
       }
       logger.debug({ shop, failure: describeShopifyError(err) }, 'bulk import: Admin API call failed');
       if (f.kind === 'unavailable') throw new BulkSourceError('retryable', `Shopify could not be reached (${describeShopifyError(err)})`);
-      if (f.kind === 'rejected' || f.kind === 'invalid') throw new BulkSourceError('rejected', `Shopify refused the request (${describeShopifyError(err)}); the merchant may need to open the app again`);
+      if (f.kind === 'rejected' || f.kind === 'invalid')
+        throw new BulkSourceError(
+          'rejected',
+          `Shopify refused the request (${describeShopifyError(err)}); the merchant may need to open the app again`,
+        );
       throw new BulkSourceError('retryable', `Admin API call failed (${describeShopifyError(err)})`);
     }
   }
@@ -151,12 +159,17 @@ export function createShopifyBulkSource(deps: ShopifyBulkDeps): BulkSource {
   return {
     async run(shop, kind, since) {
       const data = await call<{ bulkOperationRunQuery?: { bulkOperation?: { id?: string } | null; userErrors?: UserError[] } }>(
-        shop, RUN_BULK_QUERY, { query: bulkQuery(kind, since), groupObjects: kind === 'orders' },
+        shop,
+        RUN_BULK_QUERY,
+        { query: bulkQuery(kind, since), groupObjects: kind === 'orders' },
       );
       const payload = data.bulkOperationRunQuery;
       const errors = payload?.userErrors ?? [];
       if (errors.length) {
-        const text = errors.map((e) => e.message ?? e.code ?? 'error').join('; ').slice(0, 300);
+        const text = errors
+          .map((e) => e.message ?? e.code ?? 'error')
+          .join('; ')
+          .slice(0, 300);
         if (/in progress|already|OPERATION_IN_PROGRESS|LIMIT_REACHED/i.test(`${text} ${errors.map((e) => e.code ?? '').join(' ')}`)) {
           throw new BulkSourceError('busy', `Another bulk operation is running on the shop: ${text}`);
         }
@@ -181,7 +194,10 @@ export function createShopifyBulkSource(deps: ShopifyBulkDeps): BulkSource {
         kind === 'customers'
           ? await call<{ customersCount?: { count?: unknown } }>(shop, COUNT_CUSTOMERS, {})
           : await call<{ ordersCount?: { count?: unknown } }>(shop, COUNT_ORDERS, { query: sinceFilter(since) });
-      const c = kind === 'customers' ? (data as { customersCount?: { count?: unknown } }).customersCount : (data as { ordersCount?: { count?: unknown } }).ordersCount;
+      const c =
+        kind === 'customers'
+          ? (data as { customersCount?: { count?: unknown } }).customersCount
+          : (data as { ordersCount?: { count?: unknown } }).ordersCount;
       return num(c?.count);
     },
 

@@ -93,28 +93,37 @@ export class BackfillStore {
   async commit(input: CommitInput): Promise<{ inserted: number; progress: Progress } | null> {
     const { backfill, messages } = input;
     try {
-      return await this.db.$transaction(async (tx) => {
-        const fenced = await tx.backfill.updateMany({ where: this.fence(backfill.id), data: { lockedUntil: this.lease() } });
-        if (fenced.count !== 1) throw new FenceLost();
-        let fresh = messages;
-        if (input.skipLiveOrders && messages.length) {
-          const orderIds = messages.map((m) => m.orderId).filter((o): o is string => Boolean(o));
-          const live = await tx.outboxMessage.findMany({
-            where: { shopId: backfill.shopId, eventName: 'order_placed', orderId: { in: orderIds } },
-            select: { orderId: true },
+      return await this.db.$transaction(
+        async (tx) => {
+          const fenced = await tx.backfill.updateMany({ where: this.fence(backfill.id), data: { lockedUntil: this.lease() } });
+          if (fenced.count !== 1) throw new FenceLost();
+          let fresh = messages;
+          if (input.skipLiveOrders && messages.length) {
+            const orderIds = messages.map((m) => m.orderId).filter((o): o is string => Boolean(o));
+            const live = await tx.outboxMessage.findMany({
+              where: { shopId: backfill.shopId, eventName: 'order_placed', orderId: { in: orderIds } },
+              select: { orderId: true },
+            });
+            const sent = new Set(live.map((l) => l.orderId));
+            fresh = messages.filter((m) => !m.orderId || !sent.has(m.orderId));
+          }
+          const inserted = await insertIgnoringExisting(
+            tx,
+            this.provider,
+            fresh,
+            { shopId: backfill.shopId, status: 'queued', heldReason: null, history: true, backfillId: backfill.id },
+            this.now(),
+          );
+          const progress = input.progress(inserted, messages.length - fresh.length);
+          const t = totals(progress, input.kinds);
+          await tx.backfill.update({
+            where: { id: backfill.id },
+            data: { progress: JSON.stringify(progress), processed: t.processed, queued: t.queued, total: t.total },
           });
-          const sent = new Set(live.map((l) => l.orderId));
-          fresh = messages.filter((m) => !m.orderId || !sent.has(m.orderId));
-        }
-        const inserted = await insertIgnoringExisting(tx, this.provider, fresh, { shopId: backfill.shopId, status: 'queued', heldReason: null, history: true, backfillId: backfill.id }, this.now());
-        const progress = input.progress(inserted, messages.length - fresh.length);
-        const t = totals(progress, input.kinds);
-        await tx.backfill.update({
-          where: { id: backfill.id },
-          data: { progress: JSON.stringify(progress), processed: t.processed, queued: t.queued, total: t.total },
-        });
-        return { inserted, progress };
-      }, { maxWait: 10_000, timeout: 30_000 });
+          return { inserted, progress };
+        },
+        { maxWait: 10_000, timeout: 30_000 },
+      );
     } catch (err) {
       if (err instanceof FenceLost) return null;
       throw err;
@@ -126,8 +135,15 @@ export class BackfillStore {
     const res = await this.db.backfill.updateMany({
       where: this.fence(id),
       data: {
-        state, error, progress: JSON.stringify(progress), processed: t.processed, queued: t.queued, total: t.total,
-        finishedAt: this.now(), lockedBy: null, lockedUntil: null,
+        state,
+        error,
+        progress: JSON.stringify(progress),
+        processed: t.processed,
+        queued: t.queued,
+        total: t.total,
+        finishedAt: this.now(),
+        lockedBy: null,
+        lockedUntil: null,
       },
     });
     return res.count === 1;

@@ -36,14 +36,19 @@ export function createSecretBox(current: Buffer, previous: Buffer[] = []): Secre
       const cipher = createCipheriv('aes-256-gcm', current, nonce);
       cipher.setAAD(Buffer.from(context, 'utf8'));
       const ct = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-      return ['v1', currentKeyId, nonce.toString('base64url'), ct.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+      return ['v1', currentKeyId, nonce.toString('base64url'), ct.toString('base64url'), cipher.getAuthTag().toString('base64url')].join(
+        '.',
+      );
     },
     decrypt(envelope, context) {
       const parts = envelope.split('.');
       if (parts.length !== 5 || parts[0] !== 'v1') throw new DecryptError('unrecognised secret envelope');
       const [, kid, nonce, ct, tag] = parts as [string, string, string, string, string];
       const key = keys.get(kid);
-      if (!key) throw new DecryptError(`no encryption key with id ${kid} is configured (was ENCRYPTION_KEY rotated without ENCRYPTION_KEYS_PREVIOUS?)`);
+      if (!key)
+        throw new DecryptError(
+          `no encryption key with id ${kid} is configured (was ENCRYPTION_KEY rotated without ENCRYPTION_KEYS_PREVIOUS?)`,
+        );
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(nonce, 'base64url'));
         decipher.setAAD(Buffer.from(context, 'utf8'));

@@ -272,7 +272,9 @@ async function fill(pool: pg.Pool, n: number): Promise<void> {
 /** The app's tables in the connection's schema (not Prisma's migration log). */
 export async function appTables(client: pg.ClientBase | undefined): Promise<string[]> {
   if (!client) return [];
-  const { rows } = await client.query<{ name: string }>(`SELECT "tablename" AS "name" FROM "pg_tables" WHERE "schemaname" = current_schema() AND "tablename" <> '_prisma_migrations'`);
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT "tablename" AS "name" FROM "pg_tables" WHERE "schemaname" = current_schema() AND "tablename" <> '_prisma_migrations'`,
+  );
   return rows.map((r) => r.name);
 }
 
@@ -298,7 +300,13 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
     const kept = (n: number) => (options.keepConnections ? { min: n } : {});
     const pool = new pg.Pool({ connectionString: url, max, ...kept(max), connectionTimeoutMillis: 5000 });
     // its statements are one short write each: a few connections serve them
-    const lazy = new pg.Pool({ connectionString: url, max: LAZY_POOL_SIZE, ...kept(LAZY_POOL_SIZE), connectionTimeoutMillis: 5000, options: '-c synchronous_commit=off' });
+    const lazy = new pg.Pool({
+      connectionString: url,
+      max: LAZY_POOL_SIZE,
+      ...kept(LAZY_POOL_SIZE),
+      connectionTimeoutMillis: 5000,
+      options: '-c synchronous_commit=off',
+    });
     // an idle connection the server drops (a restart) is taken out of the pool; unheard, the
     // pool's 'error' would be an uncaught exception
     lazy.on('error', (err) => options.onWarning?.(`a bookkeeping connection to PostgreSQL failed: ${err.message}`));
@@ -313,7 +321,13 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
     const db = new PrismaClientOf({ adapter });
     raws.set(db, { provider, pool, lazy });
     // connected first, so that $disconnect() ends the pools it would otherwise leave open
-    if (options.keepConnections) await db.$connect().then(() => Promise.all([fill(pool, max), fill(lazy, LAZY_POOL_SIZE)])).catch((err: Error) => options.onWarning?.(`could not open every PostgreSQL connection at start (they open when needed): ${err.message}`));
+    if (options.keepConnections)
+      await db
+        .$connect()
+        .then(() => Promise.all([fill(pool, max), fill(lazy, LAZY_POOL_SIZE)]))
+        .catch((err: Error) =>
+          options.onWarning?.(`could not open every PostgreSQL connection at start (they open when needed): ${err.message}`),
+        );
     return db;
   }
   const file = sqliteFile(url);

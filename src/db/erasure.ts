@@ -14,9 +14,23 @@ import { rawOf, type Db, type RawDb } from './client';
 
 /** The tables a redaction deletes from (every table that holds shop or customer data). */
 export const REDACTED_TABLES = [
-  'OutboxMessage', 'DeliveryAttempt', 'WebhookReceipt', 'CustomerDigest', 'DataExport', 'OrderSummary',
-  'FulfillmentState', 'Connection', 'Session', 'Shop', 'ShopSettings', 'ShopDue', 'ProductInfo', 'WebPixel', 'Backfill',
-  'PixelVisitor', 'PixelEvent',
+  'OutboxMessage',
+  'DeliveryAttempt',
+  'WebhookReceipt',
+  'CustomerDigest',
+  'DataExport',
+  'OrderSummary',
+  'FulfillmentState',
+  'Connection',
+  'Session',
+  'Shop',
+  'ShopSettings',
+  'ShopDue',
+  'ProductInfo',
+  'WebPixel',
+  'Backfill',
+  'PixelVisitor',
+  'PixelEvent',
 ] as const;
 
 /** What the scrub of a sent (or dead) contact delete rewrites. */

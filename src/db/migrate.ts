@@ -63,7 +63,11 @@ async function applyPg(url: string, migrations: Migration[]): Promise<string[]> 
     await client.query('SELECT pg_advisory_xact_lock($1)', [LOCK_ID]);
     await client.query(PG_TABLE);
     const done = new Set(
-      (await client.query<{ migration_name: string }>('SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL')).rows.map((r) => r.migration_name),
+      (
+        await client.query<{ migration_name: string }>(
+          'SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL',
+        )
+      ).rows.map((r) => r.migration_name),
     );
     const applied: string[] = [];
     for (const m of migrations.filter((x) => !done.has(x.name))) {
@@ -94,14 +98,18 @@ function applySqlite(url: string, migrations: Migration[]): string[] {
     // IMMEDIATE takes the write lock up front, so two processes starting together serialise here.
     const run = db.transaction(() => {
       const done = new Set(
-        (db.prepare('SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL').all() as Array<{ migration_name: string }>).map((r) => r.migration_name),
+        (
+          db
+            .prepare('SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL')
+            .all() as Array<{ migration_name: string }>
+        ).map((r) => r.migration_name),
       );
       const applied: string[] = [];
       for (const m of migrations.filter((x) => !done.has(x.name))) {
         db.exec(m.sql);
-        db.prepare('INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, ?, ?, 1)').run(
-          randomUUID(), m.checksum, Date.now(), m.name, Date.now(),
-        );
+        db.prepare(
+          'INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, ?, ?, 1)',
+        ).run(randomUUID(), m.checksum, Date.now(), m.name, Date.now());
         applied.push(m.name);
       }
       return applied;

@@ -118,8 +118,18 @@ export function compileSqlite(build: StatementBuilder): SqliteStatement {
 }
 
 /** Runs a compiled statement with run()'s parameter array (call inside RawDb.exclusive). */
-export function execCompiled<R>(conn: BetterSqlite3.Database, name: string, st: SqliteStatement, params: unknown[]): { rows: R[]; changes: number } {
-  return execSqlite<R>(conn, name, st.text, st.order.map((n) => params[n - 1]));
+export function execCompiled<R>(
+  conn: BetterSqlite3.Database,
+  name: string,
+  st: SqliteStatement,
+  params: unknown[],
+): { rows: R[]; changes: number } {
+  return execSqlite<R>(
+    conn,
+    name,
+    st.text,
+    st.order.map((n) => params[n - 1]),
+  );
 }
 
 export interface PrepareOptions {
@@ -162,7 +172,10 @@ export function prepare<R>(raw: RawDb, name: string, build: StatementBuilder, op
  * it is ours (a backend that died, a restart) is caught, where unhandled it would be an uncaught
  * exception; a client whose connection failed, or that `fn` discards, is not handed out again.
  */
-export async function withPoolClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, discard: (err: Error) => void) => Promise<T>): Promise<T> {
+export async function withPoolClient<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient, discard: (err: Error) => void) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   const onError = (err: Error) => (broken ??= err);

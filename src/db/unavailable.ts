@@ -3,10 +3,29 @@
 // kind and tries again; only the second kind may mark a record as failed for good.
 
 const PG_UNAVAILABLE_CLASSES = ['08', '57P', '53'];
-const NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'SQLITE_BUSY', 'SQLITE_LOCKED']);
+const NODE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+]);
 // Prisma's codes for reaching the database and its pool
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1011', 'P1017', 'P2024']);
-const MESSAGES = [/connection terminated/i, /terminating connection/i, /connection (is )?closed/i, /database is locked/i, /the database system is (starting up|shutting down|in recovery mode)/i, /timeout exceeded when trying to connect/i, /too many clients/i, /ECONNREFUSED|ECONNRESET/];
+const MESSAGES = [
+  /connection terminated/i,
+  /terminating connection/i,
+  /connection (is )?closed/i,
+  /database is locked/i,
+  /the database system is (starting up|shutting down|in recovery mode)/i,
+  /timeout exceeded when trying to connect/i,
+  /too many clients/i,
+  /ECONNREFUSED|ECONNRESET/,
+];
 
 export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   if (typeof err !== 'object' || err === null || depth > 5) return false;

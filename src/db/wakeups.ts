@@ -72,9 +72,14 @@ export function createWakeups(opts: WakeupsOptions): Wakeups {
     const channels = [...pending];
     pending.clear();
     for (const channel of channels) {
-      opts.pg!.pool.query('SELECT pg_notify($1, $2)', [PG_CHANNEL[channel], self]).catch((err: unknown) =>
-        opts.logger.warn({ err: (err as Error).message, channel }, 'could not notify other processes; their safety poll will find the work'),
-      );
+      opts
+        .pg!.pool.query('SELECT pg_notify($1, $2)', [PG_CHANNEL[channel], self])
+        .catch((err: unknown) =>
+          opts.logger.warn(
+            { err: (err as Error).message, channel },
+            'could not notify other processes; their safety poll will find the work',
+          ),
+        );
     }
   };
 
@@ -111,7 +116,11 @@ export function createWakeups(opts: WakeupsOptions): Wakeups {
       fire('due');
     } catch (err) {
       // logged when an outage starts and then at growing intervals, as the retries grow
-      if (backoff.failures('listen') % 5 === 0) opts.logger.warn({ err: (err as Error).message, failures: backoff.failures('listen') + 1 }, 'wake-up listener could not connect; retrying after a growing wait');
+      if (backoff.failures('listen') % 5 === 0)
+        opts.logger.warn(
+          { err: (err as Error).message, failures: backoff.failures('listen') + 1 },
+          'wake-up listener could not connect; retrying after a growing wait',
+        );
       retryLater();
     }
   }

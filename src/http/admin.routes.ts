@@ -27,14 +27,32 @@ function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
   return r.data;
 }
 
-const idParam = z.object({ id: z.string().regex(/^[1-9][0-9]{0,9}$/, 'must be a delivery id').transform(Number) });
+const idParam = z.object({
+  id: z
+    .string()
+    .regex(/^[1-9][0-9]{0,9}$/, 'must be a delivery id')
+    .transform(Number),
+});
 const body = (req: Request) => (req.body === undefined ? {} : req.body);
 
-const connectBody = z.object({ api_key: z.string().trim().min(8, 'the API key looks too short').max(512, 'the API key looks too long').regex(/^[\x21-\x7e]+$/, 'the API key has characters an API key cannot have') }).strict();
+const connectBody = z
+  .object({
+    api_key: z
+      .string()
+      .trim()
+      .min(8, 'the API key looks too short')
+      .max(512, 'the API key looks too long')
+      .regex(/^[\x21-\x7e]+$/, 'the API key has characters an API key cannot have'),
+  })
+  .strict();
 const deliveriesQuery = z.object({
   status: z.enum(DELIVERY_STATUSES).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(25),
-  cursor: z.string().regex(/^[1-9][0-9]{0,9}$/, 'cursor must come from next_cursor').transform(Number).optional(),
+  cursor: z
+    .string()
+    .regex(/^[1-9][0-9]{0,9}$/, 'cursor must come from next_cursor')
+    .transform(Number)
+    .optional(),
 });
 const testEventBody = z.object({ email: z.string().trim().toLowerCase().email('must be an email address').max(254).optional() }).strict();
 
@@ -81,7 +99,9 @@ export function adminRoutes(deps: AdminRoutesDeps): Router {
   r.post('/api/test-event', async (req, res) => {
     const shop = shopOf(res);
     const { email } = parse(testEventBody, body(req));
-    res.status(202).json({ delivery_id: await activity.testEvent(shop, email ?? `connector-test@${shop.domain.replace(/\.myshopify\.com$/, '')}.example.com`) });
+    res.status(202).json({
+      delivery_id: await activity.testEvent(shop, email ?? `connector-test@${shop.domain.replace(/\.myshopify\.com$/, '')}.example.com`),
+    });
   });
   r.get('/api/stats', async (_req, res) => {
     res.json(await activity.stats(shopOf(res)));

@@ -34,7 +34,12 @@ export function createApp(deps: AppDeps): express.Express {
   // the intake's routes first: they take nearly every request, and each router a request passes
   // through before its own costs it a dispatch
   for (const r of deps.rawRouters ?? []) app.use(r);
-  app.use(opsRoutes({ db: deps.db, metrics: deps.metrics, isShuttingDown: deps.isShuttingDown ?? (() => false), metricsToken: deps.metricsToken }, deps.ops));
+  app.use(
+    opsRoutes(
+      { db: deps.db, metrics: deps.metrics, isShuttingDown: deps.isShuttingDown ?? (() => false), metricsToken: deps.metricsToken },
+      deps.ops,
+    ),
+  );
   app.use('/api', express.json({ limit: JSON_LIMIT, strict: true }));
   for (const r of deps.routers ?? []) app.use(r);
   app.use('/api', (_req, res) => sendError(res, 404, 'not_found', 'No such API route'));
@@ -46,8 +51,10 @@ export function createApp(deps: AppDeps): express.Express {
     const e = err as { type?: string; status?: number };
     if (e.type === 'entity.too.large') return sendError(res, 413, 'payload_too_large', 'The request body is too large');
     if (e.type === 'entity.parse.failed') return sendError(res, 400, 'invalid_json', 'The request body is not valid JSON');
-    if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return sendError(res, 415, 'unsupported_encoding', 'Unsupported body encoding');
-    if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) return sendError(res, e.status, 'bad_request', 'The request could not be read');
+    if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported')
+      return sendError(res, 415, 'unsupported_encoding', 'Unsupported body encoding');
+    if (typeof e.status === 'number' && e.status >= 400 && e.status < 500)
+      return sendError(res, e.status, 'bad_request', 'The request could not be read');
     deps.logger.error({ err: { message: (err as Error)?.message, name: (err as Error)?.name }, path: req.path }, 'unhandled error');
     sendError(res, 500, 'internal_error', 'Something went wrong on our side; nothing was lost, please retry');
   };
@@ -59,7 +66,14 @@ export function createApp(deps: AppDeps): express.Express {
 export function createOpsApp(deps: Pick<AppDeps, 'db' | 'metrics' | 'isShuttingDown' | 'metricsToken'>): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use(opsRoutes({ db: deps.db, metrics: deps.metrics, isShuttingDown: deps.isShuttingDown ?? (() => false), metricsToken: deps.metricsToken }));
+  app.use(
+    opsRoutes({
+      db: deps.db,
+      metrics: deps.metrics,
+      isShuttingDown: deps.isShuttingDown ?? (() => false),
+      metricsToken: deps.metricsToken,
+    }),
+  );
   app.use((_req, res) => sendError(res, 404, 'not_found', 'Only /healthz, /readyz and /metrics are served here'));
   return app;
 }

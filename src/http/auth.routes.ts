@@ -52,7 +52,12 @@ export function authRoutes(deps: AuthRoutesDeps): Router {
       if (failure.kind === 'invalid') {
         // InvalidOAuthError (hmac or state), InvalidHmacError (timestamp), CookieNotFound, BotActivityDetected
         logger.warn({ shop, reason: describeShopifyError(err) }, 'authorization callback rejected');
-        return sendError(res, 400, 'invalid_oauth_callback', 'The installation link is invalid or has expired; start the installation again');
+        return sendError(
+          res,
+          400,
+          'invalid_oauth_callback',
+          'The installation link is invalid or has expired; start the installation again',
+        );
       }
       logger.warn({ shop, failure: describeShopifyError(err) }, 'authorization code could not be exchanged');
       if (failure.kind === 'rejected') {
@@ -64,7 +69,10 @@ export function authRoutes(deps: AuthRoutesDeps): Router {
       await tokens.saveOfflineSession(session);
       await recordInstall({ shopify, db, logger, onResumed: deps.onResumed }, session);
     } catch (err) {
-      logger.error({ shop, err: (err as Error)?.name, message: scrubSecrets(String((err as Error)?.message ?? '')).slice(0, 300) }, 'could not record the install');
+      logger.error(
+        { shop, err: (err as Error)?.name, message: scrubSecrets(String((err as Error)?.message ?? '')).slice(0, 300) },
+        'could not record the install',
+      );
       return sendError(res, 500, 'internal_error', 'Could not record the installation; please retry');
     }
     res.redirect(302, afterInstallUrl(shopify, session.shop, req.query.host));

@@ -71,7 +71,11 @@ export function pixelRoute(deps: PixelRouteDeps): Router {
 
   r.options(PIXEL_PATH, (_req, res) => {
     cors(res);
-    res.set({ 'Access-Control-Allow-Methods': 'POST, OPTIONS', 'Access-Control-Allow-Headers': 'Content-Type', 'Access-Control-Max-Age': '86400' });
+    res.set({
+      'Access-Control-Allow-Methods': 'POST, OPTIONS',
+      'Access-Control-Allow-Headers': 'Content-Type',
+      'Access-Control-Max-Age': '86400',
+    });
     res.status(204).end();
   });
 
@@ -95,14 +99,21 @@ export function pixelRoute(deps: PixelRouteDeps): Router {
       }
       // the client's bucket first: one client's flood never reaches the key look-up, nor spends its address's
       if (!perClient.take(`${head.key}\u0000${head.clientId}`)) return done(res, 'rate_limited');
-      if (!perIp.take(ipKey(clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trustProxyHops)))) return done(res, 'rate_limited_ip');
+      if (!perIp.take(ipKey(clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trustProxyHops))))
+        return done(res, 'rate_limited_ip');
       const shopDomain = await deps.keys.shopFor(head.key);
       if (!shopDomain) return done(res, 'unknown_key');
       if (!perShop.take(shopDomain)) return done(res, 'rate_limited');
       try {
         await deps.intake.accept({
-          webhookId: `pixel:${randomUUID()}`, shopDomain, topic: PIXEL_RECEIPT_TOPIC, kind: 'pixel', body: raw.toString('utf8'),
-          apiVersion: null, triggeredAt: null, receivedAt: now(),
+          webhookId: `pixel:${randomUUID()}`,
+          shopDomain,
+          topic: PIXEL_RECEIPT_TOPIC,
+          kind: 'pixel',
+          body: raw.toString('utf8'),
+          apiVersion: null,
+          triggeredAt: null,
+          receivedAt: now(),
         });
       } catch (err) {
         deps.logger.error({ err: (err as Error).message }, 'could not store a storefront batch; answered 503 (the pixel does not retry)');
@@ -132,7 +143,12 @@ export function pixelRoute(deps: PixelRouteDeps): Router {
       return sendError(res, 415, 'unsupported_encoding', 'Unsupported body encoding');
     }
     count('bad_request');
-    sendError(res, typeof e.status === 'number' && e.status >= 400 && e.status < 500 ? e.status : 400, 'bad_request', 'The request could not be read');
+    sendError(
+      res,
+      typeof e.status === 'number' && e.status >= 400 && e.status < 500 ? e.status : 400,
+      'bad_request',
+      'The request could not be read',
+    );
   };
   r.use(PIXEL_PATH, onError);
   return r;

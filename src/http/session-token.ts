@@ -42,7 +42,8 @@ export function sessionTokenMiddleware(deps: SessionTokenDeps): RequestHandler {
 
   return async (req: Request, res: Response, next: NextFunction) => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '');
-    if (!match) return unauthorized(res, 'missing_session_token', 'This request needs a Shopify session token; open the app from the Shopify admin');
+    if (!match)
+      return unauthorized(res, 'missing_session_token', 'This request needs a Shopify session token; open the app from the Shopify admin');
     const jwt = match[1]!;
 
     let shop: string | null;
@@ -59,7 +60,10 @@ export function sessionTokenMiddleware(deps: SessionTokenDeps): RequestHandler {
 
     try {
       const seenAt = Date.now();
-      const row = await db.shop.findUnique({ where: { domain: shop }, select: { id: true, domain: true, shopifyId: true, uninstalledAt: true, tokenStatus: true } });
+      const row = await db.shop.findUnique({
+        where: { domain: shop },
+        select: { id: true, domain: true, shopifyId: true, uninstalledAt: true, tokenStatus: true },
+      });
       // After an uninstall (or a token Shopify revoked) a stored session is stale: exchange anew.
       const stale = Boolean(row?.uninstalledAt) || row?.tokenStatus === 'revoked';
       let session = stale ? null : await tokens.getOfflineSession(shop);
@@ -86,7 +90,10 @@ export function sessionTokenMiddleware(deps: SessionTokenDeps): RequestHandler {
       next();
     } catch (err) {
       // Database or unexpected failures: keep library/Prisma text (which may quote arguments) out of logs.
-      logger.error({ shop, err: (err as Error)?.name, message: scrubSecrets(String((err as Error)?.message ?? '')).slice(0, 300) }, 'session-token middleware failed');
+      logger.error(
+        { shop, err: (err as Error)?.name, message: scrubSecrets(String((err as Error)?.message ?? '')).slice(0, 300) },
+        'session-token middleware failed',
+      );
       sendError(res, 500, 'internal_error', 'Something went wrong on our side; please retry');
     }
   };

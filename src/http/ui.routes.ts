@@ -54,7 +54,10 @@ const escapeAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;
 
 /** The catalog the page renders its toggles from: the contract's table, never hard-coded twice. */
 export function buildCatalog() {
-  const topicsOf = (name: string) => Object.entries({ ...EVENT_TABLE, ...STOREFRONT_EVENT_TABLE }).filter(([, events]) => (events as readonly string[]).includes(name)).map(([t]) => t);
+  const topicsOf = (name: string) =>
+    Object.entries({ ...EVENT_TABLE, ...STOREFRONT_EVENT_TABLE })
+      .filter(([, events]) => (events as readonly string[]).includes(name))
+      .map(([t]) => t);
   return {
     events: EVENT_NAMES.map((name) => ({ name, topics: topicsOf(name), default_on: EVENT_DEFAULTS[name] })),
     contact_properties: CONTACT_PROPERTIES.map((name) => ({ name, default_on: CONTACT_PROPERTY_DEFAULTS[name] })),
@@ -93,10 +96,19 @@ export function uiRoutes(deps: UiRoutesDeps): Router {
   const devShop = deps.devShop ?? DEFAULT_DEV_SHOP;
   const template = fs.readFileSync(path.join(uiDir, 'index.html'), 'utf8');
   if (!template.includes('<!-- app:head -->')) throw new Error('index.html lacks the <!-- app:head --> marker');
-  const html = template.replace('<!-- app:head -->', headFor({ devMode, apiKey: config.shopify.apiKey, devShop, simulate: Boolean(simulate) }));
+  const html = template.replace(
+    '<!-- app:head -->',
+    headFor({ devMode, apiKey: config.shopify.apiKey, devShop, simulate: Boolean(simulate) }),
+  );
   const catalog = JSON.stringify({
     ...buildCatalog(),
-    sandbox: devMode ? { simulate_topics: simulate ? (deps.simulateTopics ?? Object.keys(EVENT_TABLE)) : [], links: deps.sandboxLinks ?? [], ...(grantScopes ? { grant_scopes: true } : {}) } : null,
+    sandbox: devMode
+      ? {
+          simulate_topics: simulate ? (deps.simulateTopics ?? Object.keys(EVENT_TABLE)) : [],
+          links: deps.sandboxLinks ?? [],
+          ...(grantScopes ? { grant_scopes: true } : {}),
+        }
+      : null,
   });
 
   const r = Router();
@@ -114,7 +126,14 @@ export function uiRoutes(deps: UiRoutesDeps): Router {
     res.set('Cache-Control', 'no-cache').type('application/json').send(catalog);
   });
   // maxAge 0: revalidated by ETag on every load, so a deploy never mixes two versions' modules
-  r.use('/ui', express.static(path.join(uiDir, 'public'), { index: false, maxAge: 0, setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff') }));
+  r.use(
+    '/ui',
+    express.static(path.join(uiDir, 'public'), {
+      index: false,
+      maxAge: 0,
+      setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff'),
+    }),
+  );
   r.use('/ui', (_req, res) => sendError(res, 404, 'not_found', 'No such file'));
 
   if (devMode) {
@@ -147,7 +166,8 @@ export function uiRoutes(deps: UiRoutesDeps): Router {
       r.post('/_dev/simulate', express.json({ limit: '10kb' }), async (req, res) => {
         const body = (req.body ?? {}) as { topic?: unknown; shop?: unknown };
         const shop = shopParam(body.shop);
-        if (typeof body.topic !== 'string' || !topics.has(body.topic)) return sendError(res, 400, 'invalid_topic', `topic must be one of ${[...topics].join(', ')}`);
+        if (typeof body.topic !== 'string' || !topics.has(body.topic))
+          return sendError(res, 400, 'invalid_topic', `topic must be one of ${[...topics].join(', ')}`);
         if (!SHOP_DOMAIN.test(shop)) return sendError(res, 400, 'invalid_shop', 'shop must be a myshopify.com domain');
         try {
           const result = (await simulate(body.topic, shop)) as { status?: unknown } | undefined;

@@ -80,8 +80,14 @@ export function webhooksRoute(deps: WebhookRouteDeps): Router {
     let outcome: 'accepted' | 'duplicate';
     try {
       outcome = await deps.intake.accept({
-        webhookId, shopDomain, topic, kind: 'webhook', body: raw.toString('utf8'), apiVersion: apiVersion ?? null,
-        triggeredAt: timestamp(header(req.headers['x-shopify-triggered-at'])), receivedAt: now(),
+        webhookId,
+        shopDomain,
+        topic,
+        kind: 'webhook',
+        body: raw.toString('utf8'),
+        apiVersion: apiVersion ?? null,
+        triggeredAt: timestamp(header(req.headers['x-shopify-triggered-at'])),
+        receivedAt: now(),
       });
     } catch (err) {
       // nothing of this request was stored: Shopify retries it

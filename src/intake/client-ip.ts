@@ -9,7 +9,10 @@ import { isIP } from 'node:net';
 export function clientAddress(socket: string | undefined, forwardedFor: string | string[] | undefined, hops: number): string {
   const peer = socket ?? '';
   if (hops <= 0 || forwardedFor === undefined) return peer;
-  const chain = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',').map((s) => s.trim()).filter(Boolean);
+  const chain = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   // [client?, ..., proxy n's peer, ..., proxy 1's peer] + the socket (the nearest proxy)
   const all = [...chain, peer];
   const at = all.length - 1 - hops;
@@ -29,10 +32,18 @@ function expandV6(addr: string): string[] | null {
 
 /** The key of an address for the per-IP limit (IPv6 by /64); the raw text when it is not an address. */
 export function ipKey(address: string): string {
-  const a = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '').toLowerCase();
+  const a = address
+    .replace(/^\[|\]$/g, '')
+    .replace(/%.*$/, '')
+    .toLowerCase();
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
   if (mapped) return mapped[1]!;
   if (isIP(a) !== 6) return a;
   const groups = expandV6(a.includes('.') ? a.replace(/:(\d+\.\d+\.\d+\.\d+)$/, ':0:0') : a);
-  return groups ? `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64` : a;
+  return groups
+    ? `${groups
+        .slice(0, 4)
+        .map((g) => g.replace(/^0+(?=.)/, ''))
+        .join(':')}::/64`
+    : a;
 }

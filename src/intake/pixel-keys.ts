@@ -39,7 +39,10 @@ export function createPixelKeys(db: Db, logger: Logger, opts: PixelKeysOptions =
   const load = () =>
     (loading ??= (async () => {
       try {
-        const rows = await db.webPixel.findMany({ where: { state: { not: 'removed' } }, select: { key: true, shop: { select: { domain: true } } } });
+        const rows = await db.webPixel.findMany({
+          where: { state: { not: 'removed' } },
+          select: { key: true, shop: { select: { domain: true } } },
+        });
         known = new Map(rows.map((r) => [r.key, r.shop.domain]));
         loadedOnce = true;
         loadedAt = nowMs();
@@ -55,7 +58,10 @@ export function createPixelKeys(db: Db, logger: Logger, opts: PixelKeysOptions =
   async function lookup(key: string): Promise<string | null> {
     missed.delete(key);
     missed.set(key, nowMs());
-    if (missed.size > maxMisses) for (const k of missed.keys()) if (missed.size > maxMisses / 2) missed.delete(k); else break;
+    if (missed.size > maxMisses)
+      for (const k of missed.keys())
+        if (missed.size > maxMisses / 2) missed.delete(k);
+        else break;
     try {
       const row = await db.webPixel.findUnique({ where: { key }, select: { state: true, shop: { select: { domain: true } } } });
       if (!row || row.state === 'removed') return null;

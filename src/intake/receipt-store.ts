@@ -25,7 +25,10 @@ export interface NewReceipt {
   receivedAt: Date;
 }
 
-export type PendingReceipt = Pick<WebhookReceipt, 'id' | 'webhookId' | 'shopDomain' | 'topic' | 'kind' | 'body' | 'apiVersion' | 'triggeredAt' | 'receivedAt'>;
+export type PendingReceipt = Pick<
+  WebhookReceipt,
+  'id' | 'webhookId' | 'shopDomain' | 'topic' | 'kind' | 'body' | 'apiVersion' | 'triggeredAt' | 'receivedAt'
+>;
 
 /** What stage 2 concluded about a receipt. */
 export interface ReceiptOutcome {
@@ -64,7 +67,17 @@ export class ReceiptStore {
   async insert(receipts: NewReceipt[]): Promise<Set<string>> {
     if (receipts.length === 0) return new Set();
     const ts = (d: Date | null) => (d === null ? null : rawTimestamp(this.provider, d));
-    const rows = receipts.map((r) => [r.webhookId, r.shopDomain, r.topic, r.kind, r.body, r.apiVersion, ts(r.triggeredAt), ts(r.receivedAt), partitionOf(r.shopDomain)]);
+    const rows = receipts.map((r) => [
+      r.webhookId,
+      r.shopDomain,
+      r.topic,
+      r.kind,
+      r.body,
+      r.apiVersion,
+      ts(r.triggeredAt),
+      ts(r.receivedAt),
+      partitionOf(r.shopDomain),
+    ]);
     const inserted = await insertReceipts(this.db, rows);
     return new Set(inserted.map((r) => r.webhookId));
   }
@@ -83,9 +96,15 @@ export class ReceiptStore {
     if (partitions.length === 0) return [];
     const rows = await pendingReceipts(this.db, partitions, limit);
     return rows.map((r) => ({
-      id: Number(r.id), webhookId: String(r.webhookId), shopDomain: String(r.shopDomain), topic: String(r.topic), kind: String(r.kind),
-      body: r.body === null ? null : String(r.body), apiVersion: r.apiVersion === null ? null : String(r.apiVersion),
-      triggeredAt: rawDate(r.triggeredAt), receivedAt: rawDate(r.receivedAt)!,
+      id: Number(r.id),
+      webhookId: String(r.webhookId),
+      shopDomain: String(r.shopDomain),
+      topic: String(r.topic),
+      kind: String(r.kind),
+      body: r.body === null ? null : String(r.body),
+      apiVersion: r.apiVersion === null ? null : String(r.apiVersion),
+      triggeredAt: rawDate(r.triggeredAt),
+      receivedAt: rawDate(r.receivedAt)!,
     }));
   }
 
@@ -97,7 +116,8 @@ export class ReceiptStore {
     if (outcomes.length === 0) return 0;
     const text = (v: string | null) => Prisma.sql`CAST(${v} AS TEXT)`;
     const values = outcomes.map(
-      (o) => Prisma.sql`(CAST(${o.id} AS INTEGER), ${text(o.outcome)}, ${text(o.reason)}, CAST(${o.messageCount} AS INTEGER), ${text(o.customerId)})`,
+      (o) =>
+        Prisma.sql`(CAST(${o.id} AS INTEGER), ${text(o.outcome)}, ${text(o.reason)}, CAST(${o.messageCount} AS INTEGER), ${text(o.customerId)})`,
     );
     return tx.$executeRaw(Prisma.sql`
       WITH "v" ("id", "outcome", "reason", "count", "customerId") AS (VALUES ${Prisma.join(values)})
@@ -110,7 +130,11 @@ export class ReceiptStore {
   async deleteExpired(processedBefore: Date, chunk = 5000): Promise<number> {
     // a day of receipts is many chunks: requests go on between them (SQLite's are synchronous)
     return inChunks(async () => {
-      const ids = await this.db.webhookReceipt.findMany({ where: { processedAt: { lt: processedBefore } }, select: { id: true }, take: chunk });
+      const ids = await this.db.webhookReceipt.findMany({
+        where: { processedAt: { lt: processedBefore } },
+        select: { id: true },
+        take: chunk,
+      });
       if (ids.length === 0) return { count: 0, more: false };
       const res = await this.db.webhookReceipt.deleteMany({ where: { id: { in: ids.map((r) => r.id) } } });
       return { count: res.count, more: ids.length === chunk };

@@ -63,7 +63,10 @@ export function assemble(
   let skip: NewMessage['skip'];
   if (email === null) {
     if (subject.unusableEmail) {
-      skip = { kind: 'invalid_email', reason: `${describeValue(subject.unusableEmail)} is not a valid email address; the service would refuse it` };
+      skip = {
+        kind: 'invalid_email',
+        reason: `${describeValue(subject.unusableEmail)} is not a valid email address; the service would refuse it`,
+      };
     } else if (subject.withoutEmail === 'ignore') {
       return { ...base, ignored: subject.noEmail };
     } else {

@@ -47,7 +47,11 @@ export function abandonment(checkout: Obj, input: MapInput): Abandonment {
   const runAt = late ? new Date(Math.max(abandonedAt.getTime(), received + policy.graceMs)) : abandonedAt;
   if (age <= policy.maxAgeMs) return { abandonedAt, runAt };
   const days = (ms: number) => Math.round(ms / 86_400_000);
-  return { abandonedAt, runAt, tooOld: `the checkout was last active ${days(age)} days before it reached us (no abandonment after ${days(policy.maxAgeMs)} days)` };
+  return {
+    abandonedAt,
+    runAt,
+    tooOld: `the checkout was last active ${days(age)} days before it reached us (no abandonment after ${days(policy.maxAgeMs)} days)`,
+  };
 }
 
 /**
@@ -88,5 +92,17 @@ export function mapCheckout(input: MapInput): MapOutput {
     },
   ];
   // a guest often types the email after the first webhook: nothing is recorded without one
-  return assemble(input, { email, unusableEmail: unusable, withoutEmail: 'ignore', noEmail: 'no email on the checkout yet', customerId, checkoutToken: token, contact }, drafts);
+  return assemble(
+    input,
+    {
+      email,
+      unusableEmail: unusable,
+      withoutEmail: 'ignore',
+      noEmail: 'no email on the checkout yet',
+      customerId,
+      checkoutToken: token,
+      contact,
+    },
+    drafts,
+  );
 }

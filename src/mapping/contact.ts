@@ -39,7 +39,10 @@ export function consentState(customer: Obj | null): string | null {
 export function splitTags(v: unknown): string[] | null {
   if (Array.isArray(v)) return v.map(str).filter((t): t is string => t !== null);
   if (typeof v !== 'string') return null;
-  return v.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  return v
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
 }
 
 export interface ContactSource {
@@ -112,7 +115,11 @@ function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
   const o = obj(v);
   if (!o) return v;
-  return Object.fromEntries(Object.keys(o).sort().map((k) => [k, canonical(o[k])]));
+  return Object.fromEntries(
+    Object.keys(o)
+      .sort()
+      .map((k) => [k, canonical(o[k])]),
+  );
 }
 
 /** A stable hash of what we send about a customer: email, mapped properties and consent. */

@@ -20,5 +20,8 @@ export function isEmailAddress(v: string): boolean {
 /** A hostile value, shown safely in a reason: control characters escaped, at most 80 characters. */
 export function describeValue(v: string): string {
   const shown = JSON.stringify(v.length > 80 ? `${v.slice(0, 79)}…` : v);
-  return shown.replace(/[\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return shown.replace(
+    /[\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

@@ -13,7 +13,10 @@ import { lineItems, lineItemsAttribute, listAttribute, MAX_LIST_ENTRIES, type Li
 import { arr, firstIso, id, iso, obj, objectId, str, type Obj } from './read';
 import type { MapInput, MapOutput, StoredFulfillment } from './types';
 
-export type ShippingEvent = Extract<EventName, 'order_shipped' | 'shipment_out_for_delivery' | 'shipment_delivered' | 'shipment_delivery_failed'>;
+export type ShippingEvent = Extract<
+  EventName,
+  'order_shipped' | 'shipment_out_for_delivery' | 'shipment_delivered' | 'shipment_delivery_failed'
+>;
 
 /** Shipment statuses that are forwarded; the others (in_transit, confirmed, label_printed, ...) are not. */
 export const STATUS_EVENTS: ReadonlyMap<string, ShippingEvent> = new Map([
@@ -205,7 +208,15 @@ export function mapFulfillment(input: MapInput): MapOutput {
 
   return assemble(
     input,
-    { email: state.email, unusableEmail: choice.unusable, noEmail: NO_EMAIL_YET, customerId: order?.customerId ?? null, checkoutToken: null, orderId: state.orderId, contact: {} },
+    {
+      email: state.email,
+      unusableEmail: choice.unusable,
+      noEmail: NO_EMAIL_YET,
+      customerId: order?.customerId ?? null,
+      checkoutToken: null,
+      orderId: state.orderId,
+      contact: {},
+    },
     drafts,
     { fulfillmentState: state, whenEmpty: skipped[0] ?? due.reason },
   );

@@ -148,7 +148,14 @@ export function restOrder(o: Obj, lineItems: Obj[]): Obj {
   };
 }
 
-function message(ctx: ImportContext, m: Omit<NewMessage, 'runAt' | 'body' | 'checkoutToken'> & { occurredAt: string; contact: Record<string, unknown>; attributes: Record<string, unknown> }): NewMessage {
+function message(
+  ctx: ImportContext,
+  m: Omit<NewMessage, 'runAt' | 'body' | 'checkoutToken'> & {
+    occurredAt: string;
+    contact: Record<string, unknown>;
+    attributes: Record<string, unknown>;
+  },
+): NewMessage {
   const email = m.email!;
   const out: NewMessage = {
     sourceId: m.sourceId,
@@ -206,7 +213,11 @@ export function mapImportedOrder(line: Obj, lineItems: Obj[], ctx: ImportContext
   if (email === null) return { skipped: unusable ? 'not a valid email address' : 'no email on the order' };
   const customer = customerFor(email, rawCustomer);
   const contact = contactProperties(
-    { customer, nameFallback: obj(order.billing_address), addresses: [obj(customer?.default_address), obj(order.shipping_address), obj(order.billing_address)] },
+    {
+      customer,
+      nameFallback: obj(order.billing_address),
+      addresses: [obj(customer?.default_address), obj(order.shipping_address), obj(order.billing_address)],
+    },
     ctx.settings,
   );
   return {

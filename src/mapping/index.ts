@@ -74,7 +74,10 @@ const FULFILLMENT_TOPICS = new Set(['fulfillments/create', 'fulfillments/update'
  * known order email (refunds/create and the shipping topics), and for the shipping topics the
  * stored fulfillment (input.fulfillment) and order summary (input.order).
  */
-export function lookupKeys(topic: string, payload: unknown): { customerId: string | null; orderId: string | null; fulfillmentId: string | null } {
+export function lookupKeys(
+  topic: string,
+  payload: unknown,
+): { customerId: string | null; orderId: string | null; fulfillmentId: string | null } {
   const t = normalizeTopic(topic);
   const o = obj(payload);
   const shipping = FULFILLMENT_TOPICS.has(t);

@@ -78,12 +78,17 @@ export function lineItems(v: unknown, products?: ProductLookup): { items: LineIt
 }
 
 /** The line items attribute of an event: the items and, when cut, `line_items_truncated: true`. */
-export function lineItemsAttribute(items: readonly LineItem[], truncated: boolean): { line_items: LineItem[]; line_items_truncated?: true } {
+export function lineItemsAttribute(
+  items: readonly LineItem[],
+  truncated: boolean,
+): { line_items: LineItem[]; line_items_truncated?: true } {
   const c = capped(items, MAX_LINE_ITEMS);
   return c.truncated || truncated ? { line_items: c.list, line_items_truncated: true } : { line_items: c.list };
 }
 
 /** The product and variant ids of the line items an event shows: what to look up before mapping it. */
 export function lineItemIds(v: unknown): Array<{ product_id: string | null; variant_id: string | null }> {
-  return objs(v).slice(0, MAX_LINE_ITEMS).map((li) => ({ product_id: id(li.product_id), variant_id: id(li.variant_id) }));
+  return objs(v)
+    .slice(0, MAX_LINE_ITEMS)
+    .map((li) => ({ product_id: id(li.product_id), variant_id: id(li.variant_id) }));
 }

@@ -57,7 +57,9 @@ function subjectOf(order: Obj, input: MapInput): Subject {
 export function orderAttributes(order: Obj, products?: ProductLookup): Record<string, unknown> {
   const { items, itemCount, truncated } = lineItems(order.line_items, products);
   const shipping = obj(order.shipping_address);
-  const codes = objs(order.discount_codes).map((d) => str(d.code)).filter((c): c is string => c !== null);
+  const codes = objs(order.discount_codes)
+    .map((d) => str(d.code))
+    .filter((c): c is string => c !== null);
   return {
     order_id: objectId(order),
     order_name: str(order.name),
@@ -78,7 +80,12 @@ export function orderAttributes(order: Obj, products?: ProductLookup): Record<st
 }
 
 function single(input: MapInput, order: Obj, eventName: EventName, occurredAt: string, extra: Record<string, unknown> = {}): MapOutput {
-  const draft: Draft = { eventName, sourceId: input.webhookId, occurredAt, attributes: { ...orderAttributes(order, input.products), ...extra } };
+  const draft: Draft = {
+    eventName,
+    sourceId: input.webhookId,
+    occurredAt,
+    attributes: { ...orderAttributes(order, input.products), ...extra },
+  };
   return assemble(input, subjectOf(order, input), [draft], summaryOf(order, input.products));
 }
 
@@ -139,7 +146,11 @@ export function mapOrderFulfilled(input: MapInput): MapOutput {
     addAll(numbers, [...arr(f.tracking_numbers), f.tracking_number]);
     addAll(urls, [...arr(f.tracking_urls), f.tracking_url]);
   }
-  const latest = fulfillments.map((f) => firstIso(f.created_at, f.updated_at)).filter((t): t is string => t !== null).sort().pop();
+  const latest = fulfillments
+    .map((f) => firstIso(f.created_at, f.updated_at))
+    .filter((t): t is string => t !== null)
+    .sort()
+    .pop();
   const occurredAt = latest ?? firstIso(order.updated_at) ?? received(input);
   return single(input, order, 'order_fulfilled', occurredAt, {
     ...listAttribute('tracking_numbers', [...numbers], MAX_LIST_ENTRIES),

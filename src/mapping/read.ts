@@ -10,7 +10,9 @@ export function arr(v: unknown): unknown[] {
 }
 
 export function objs(v: unknown): Obj[] {
-  return arr(v).map(obj).filter((o): o is Obj => o !== null);
+  return arr(v)
+    .map(obj)
+    .filter((o): o is Obj => o !== null);
 }
 
 // A lone UTF-16 surrogate: JSON allows "\ud800", but Prisma's engine refuses to store it.

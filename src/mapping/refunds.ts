@@ -33,7 +33,15 @@ export function mapRefundCreated(input: MapInput): MapOutput {
   const orderId = id(refund.order_id) ?? objectId(order);
   return assemble(
     input,
-    { email, unusableEmail: unusable, noEmail: 'no email on the refund', customerId: objectId(customer), checkoutToken: null, orderId, contact: {} },
+    {
+      email,
+      unusableEmail: unusable,
+      noEmail: 'no email on the refund',
+      customerId: objectId(customer),
+      checkoutToken: null,
+      orderId,
+      contact: {},
+    },
     [
       {
         eventName: 'order_refunded',

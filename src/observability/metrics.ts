@@ -85,7 +85,7 @@ export class Metrics {
   });
   readonly pixelEvents = new Counter({
     name: 'connector_pixel_events_total',
-    help: 'Storefront events read by stage 2, by outcome (accepted, collapsed, waiting, ignored, no_consent, invalid, dropped for their product, limited by the email\'s daily limits) and anonymous events deleted unsent (expired)',
+    help: "Storefront events read by stage 2, by outcome (accepted, collapsed, waiting, ignored, no_consent, invalid, dropped for their product, limited by the email's daily limits) and anonymous events deleted unsent (expired)",
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
@@ -195,7 +195,8 @@ export class Metrics {
   /** The pending-claims gauge comes from `read`, cached as onScrape's. */
   onScrapeClaims(read: () => Promise<number>): void {
     const pending = this.cached(read);
-    (this.pixelClaimsPending as unknown as { collect: () => Promise<void> }).collect = async () => this.pixelClaimsPending.set(await pending());
+    (this.pixelClaimsPending as unknown as { collect: () => Promise<void> }).collect = async () =>
+      this.pixelClaimsPending.set(await pending());
   }
 
   /** The per-class queue gauges come from `read`, both from one read, cached as onScrape's. */
@@ -212,7 +213,9 @@ export class Metrics {
   /** The intake-lag gauges come from `read`, both from one read, cached as onScrape's. */
   onScrapeLag(read: () => Promise<{ pending: number; oldestAgeS: number }>): void {
     const lag = this.cached(read);
-    (this.receiptsPending as unknown as { collect: () => Promise<void> }).collect = async () => this.receiptsPending.set((await lag()).pending);
-    (this.receiptsOldestAge as unknown as { collect: () => Promise<void> }).collect = async () => this.receiptsOldestAge.set((await lag()).oldestAgeS);
+    (this.receiptsPending as unknown as { collect: () => Promise<void> }).collect = async () =>
+      this.receiptsPending.set((await lag()).pending);
+    (this.receiptsOldestAge as unknown as { collect: () => Promise<void> }).collect = async () =>
+      this.receiptsOldestAge.set((await lag()).oldestAgeS);
   }
 }

@@ -64,7 +64,10 @@ const RELEASE = perRow(
   UPDATE "ShopDue" SET "leasedBy" = NULL, "leasedUntil" = NULL, "dueAt" = (
     SELECT CASE WHEN MIN("m") IS NOT NULL AND ${c(3, 'timestamp')} IS NOT NULL AND ${c(3, 'timestamp')} > MIN("m") THEN ${c(3, 'timestamp')} ELSE MIN("m") END
     FROM (${[0, 1, 2, 3]
-      .map((k) => `SELECT MIN("runAt") AS "m" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${c(1)} AND "deliveryClass" = ${k}`)
+      .map(
+        (k) =>
+          `SELECT MIN("runAt") AS "m" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${c(1)} AND "deliveryClass" = ${k}`,
+      )
       .join(' UNION ALL ')}) AS "classes")
   ${rows ? `FROM ${rows}` : ''}
   WHERE "ShopDue"."shopId" = ${c(1)} AND "leasedBy" = ${c(2)} AND "version" = (SELECT "x"."version" FROM "ShopDue" AS "x" WHERE "x"."shopId" = ${c(1)})
@@ -121,13 +124,21 @@ export class ShopQueue {
    * Leases up to `limit` shops with due work that no live lane holds, oldest due first; with
    * `read`, also what it reads for them (one round trip, not one more per lane, on PostgreSQL).
    */
-  async lease<R extends { shopId: string } = never>(workerId: string, limit: number, now: Date, leaseMs: number, read?: LeaseRead): Promise<Array<LeasedShop<R>>> {
+  async lease<R extends { shopId: string } = never>(
+    workerId: string,
+    limit: number,
+    now: Date,
+    leaseMs: number,
+    read?: LeaseRead,
+  ): Promise<Array<LeasedShop<R>>> {
     if (limit <= 0) return [];
     const params = [workerId, rawTimestamp(this.provider, new Date(now.getTime() + leaseMs)), rawTimestamp(this.provider, now), limit];
     if (read && dialectOf(this.provider).updateInWith) {
       let statement = this.readingLeases.get(read.name);
       if (!statement) {
-        statement = prepare(rawOf(this.db), read.name, (p, d) => `WITH "leased" AS (${LEASE(p, d)}) ${read.select('"leased"')}`, { lazyCommit: true });
+        statement = prepare(rawOf(this.db), read.name, (p, d) => `WITH "leased" AS (${LEASE(p, d)}) ${read.select('"leased"')}`, {
+          lazyCommit: true,
+        });
         this.readingLeases.set(read.name, statement);
       }
       return (await statement.run(params)).map((row) => ({ shopId: row.shopId, row: row as R }));

@@ -49,7 +49,11 @@ export function createHolds(deps: HoldsDeps) {
     const shops: HeldShop[] = [];
     for (const r of rows) {
       // the latest hold of the shop (an aggregate of a date column does not read back as a date on SQLite)
-      const latest = await db.outboxMessage.findFirst({ where: { shopId: r.shopId, status: 'held', heldReason: REASON }, orderBy: { updatedAt: 'desc' }, select: { updatedAt: true } });
+      const latest = await db.outboxMessage.findFirst({
+        where: { shopId: r.shopId, status: 'held', heldReason: REASON },
+        orderBy: { updatedAt: 'desc' },
+        select: { updatedAt: true },
+      });
       if (latest) shops.push({ shopId: r.shopId, heldAt: latest.updatedAt, messages: r._count._all });
     }
     return shops;
@@ -64,11 +68,16 @@ export function createHolds(deps: HoldsDeps) {
   /** One held message of the shop back on the queue, the one tried most (a 404 holds it again at once). */
   async function probe(shopId: string): Promise<boolean> {
     const one = await db.outboxMessage.findFirst({
-      where: { shopId, status: 'held', heldReason: REASON }, orderBy: [{ attempts: 'desc' }, { id: 'asc' }], select: { id: true },
+      where: { shopId, status: 'held', heldReason: REASON },
+      orderBy: [{ attempts: 'desc' }, { id: 'asc' }],
+      select: { id: true },
     });
     if (!one) return false;
     const at = now();
-    const res = await db.outboxMessage.updateMany({ where: { id: one.id, status: 'held', heldReason: REASON }, data: { status: 'queued', heldReason: null, runAt: at, updatedAt: at } });
+    const res = await db.outboxMessage.updateMany({
+      where: { id: one.id, status: 'held', heldReason: REASON },
+      data: { status: 'queued', heldReason: null, runAt: at, updatedAt: at },
+    });
     if (res.count) deps.onRequeued?.(shopId);
     return res.count === 1;
   }
@@ -79,7 +88,11 @@ export function createHolds(deps: HoldsDeps) {
       let messages = 0;
       const shops = await heldShops();
       for (const s of shops) messages += await release(s.shopId);
-      if (messages) logger.info({ shops: shops.length, messages }, 'deliveries held because the email service address answered 404 are queued again at start (the address may have been fixed)');
+      if (messages)
+        logger.info(
+          { shops: shops.length, messages },
+          'deliveries held because the email service address answered 404 are queued again at start (the address may have been fixed)',
+        );
       return messages;
     },
 
@@ -105,17 +118,24 @@ export function createHolds(deps: HoldsDeps) {
       }
       const at = now();
       for (const s of held) {
-        const delivered = await db.outboxMessage.findFirst({ where: { shopId: s.shopId, status: 'delivered', deliveredAt: { gte: s.heldAt } }, select: { id: true } });
+        const delivered = await db.outboxMessage.findFirst({
+          where: { shopId: s.shopId, status: 'delivered', deliveredAt: { gte: s.heldAt } },
+          select: { id: true },
+        });
         if (delivered) {
           if (await release(s.shopId)) {
             result.released += 1;
-            logger.info({ shopId: s.shopId }, 'a delivery went through after the service address answered 404; the shop’s held deliveries are queued again');
+            logger.info(
+              { shopId: s.shopId },
+              'a delivery went through after the service address answered 404; the shop’s held deliveries are queued again',
+            );
           }
           continue;
         }
         // something of the shop is due or being sent (an earlier probe, a new event): it is the probe
         const busy = await db.outboxMessage.findFirst({
-          where: { shopId: s.shopId, OR: [{ status: 'delivering' }, { status: 'queued', runAt: { lte: at } }] }, select: { id: true },
+          where: { shopId: s.shopId, OR: [{ status: 'delivering' }, { status: 'queued', runAt: { lte: at } }] },
+          select: { id: true },
         });
         if (!busy && (await probe(s.shopId))) result.probed += 1;
       }

@@ -122,14 +122,19 @@ export interface PacerOptions {
 }
 
 /** ok: the send was taken at `at` (epoch ms), under `token`; `usage` is the workspace's per class after it. */
-export type Take = { ok: true; limit: number; token: string; at: number; usage: Usage } | { ok: false; retryAt: number; pausedUntil: Date | null };
+export type Take =
+  { ok: true; limit: number; token: string; at: number; usage: Usage } | { ok: false; retryAt: number; pausedUntil: Date | null };
 
 /**
  * ok: send now (the turn is spaced from `at`; pass it to sent()); `usage` is the workspace's per
  * class after this send. busy: no send free before `until` (epoch ms). paused: the service blocks
  * the workspace.
  */
-export type TakeSend = { kind: 'ok'; at: number; token: string; usage: Usage } | { kind: 'busy'; until: number } | { kind: 'paused'; until: Date } | { kind: 'stopped' };
+export type TakeSend =
+  | { kind: 'ok'; at: number; token: string; usage: Usage }
+  | { kind: 'busy'; until: number }
+  | { kind: 'paused'; until: Date }
+  | { kind: 'stopped' };
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -202,7 +207,11 @@ export class Pacer {
       return { ok: false, retryAt: nowMs + 1, pausedUntil: null };
     }
     if (row.takenBy === token) {
-      this.shared.set(workspaceId, { second: Number(row.takeSecond), current: Number(row.takesThisSecond), last: Number(row.takesLastSecond) });
+      this.shared.set(workspaceId, {
+        second: Number(row.takeSecond),
+        current: Number(row.takesThisSecond),
+        last: Number(row.takesLastSecond),
+      });
       return { ok: true, limit: Number(row.limitPerSec), token, at: nowMs, usage: usageOf(row) };
     }
     const paused = rawDate(row.pausedUntil);
@@ -219,7 +228,10 @@ export class Pacer {
    * Says 'paused' while the service blocks the workspace, 'busy' when no send is free within
    * maxWaitMs (with when one is), and 'stopped' when shouldStop() turns true while waiting.
    */
-  async takeSend(workspaceId: string, opts: { maxWaitMs?: number; shouldStop?: () => boolean; wait?: (ms: number) => Promise<void>; cls?: ClassIndex } = {}): Promise<TakeSend> {
+  async takeSend(
+    workspaceId: string,
+    opts: { maxWaitMs?: number; shouldStop?: () => boolean; wait?: (ms: number) => Promise<void>; cls?: ClassIndex } = {},
+  ): Promise<TakeSend> {
     const deadline = opts.maxWaitMs === undefined ? Infinity : this.now() + opts.maxWaitMs;
     const wait = opts.wait ?? sleep;
     for (;;) {
@@ -281,7 +293,9 @@ export class Pacer {
    * statement has its connection (a wait for the SQLite lock or a pool client does not count
    * against the tolerance, only the answer's way back does). SQLite: one take.
    */
-  private async runTakes(takes: Array<{ workspaceId: string; token: string; cls: number }>): Promise<Array<{ row?: TakeRow; nowMs: number }>> {
+  private async runTakes(
+    takes: Array<{ workspaceId: string; token: string; cls: number }>,
+  ): Promise<Array<{ row?: TakeRow; nowMs: number }>> {
     let nowMs = 0;
     const rows = await runRows(this.takeStatement, this.provider, () => {
       nowMs = this.now();
@@ -294,7 +308,9 @@ export class Pacer {
 
   /** Moves, one per workspace, in one statement (SQLite: one); whether each still held its take. */
   private async runMoves(moves: Array<{ workspaceId: string; token: string; at: () => number }>): Promise<boolean[]> {
-    const rows = await runRows(this.reanchorStatement, this.provider, () => moves.map((m) => [Math.round(m.at() * 1000), this.toleranceMs * 1000, this.perSendUs, m.workspaceId, m.token]));
+    const rows = await runRows(this.reanchorStatement, this.provider, () =>
+      moves.map((m) => [Math.round(m.at() * 1000), this.toleranceMs * 1000, this.perSendUs, m.workspaceId, m.token]),
+    );
     const moved = new Set(rows.map((r) => r.workspaceId));
     return moves.map((m) => moved.has(m.workspaceId));
   }
@@ -382,7 +398,10 @@ export class Pacer {
       // back from the answer instead missed some the service still counted, took them for
       // someone else's, and slowed every few sends down for nothing.
       const upTo = sentAt ?? now;
-      const ours = Math.max((this.recent.get(workspaceId) ?? []).filter((t) => t <= upTo && t > upTo - 1000 - this.guardMs).length, this.sharedTakes(workspaceId, upTo));
+      const ours = Math.max(
+        (this.recent.get(workspaceId) ?? []).filter((t) => t <= upTo && t > upTo - 1000 - this.guardMs).length,
+        this.sharedTakes(workspaceId, upTo),
+      );
       const external = rate.limit - rate.remaining - ours;
       if (external > 0) {
         pushTo = now + Math.ceil(external * this.intervalMs(rate.limit));
@@ -414,6 +433,10 @@ export class Pacer {
       select: { limitPerSec: true, pausedUntil: true, usageCritical: true, usageTriggers: true, usageBehaviour: true, usageHistory: true },
     });
     const until = row?.pausedUntil ?? null;
-    return { limit: row?.limitPerSec ?? DEFAULT_LIMIT, pausedUntil: until && until.getTime() > this.now() ? until : null, usage: usageOf(row) };
+    return {
+      limit: row?.limitPerSec ?? DEFAULT_LIMIT,
+      pausedUntil: until && until.getTime() > this.now() ? until : null,
+      usage: usageOf(row),
+    };
   }
 }

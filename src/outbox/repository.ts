@@ -16,7 +16,8 @@ import type { ClassIndex } from './classes';
 import { sendCapReason } from './retry-policy';
 import { Sql } from '../db/sql';
 
-export type MessageStatus = 'queued' | 'delivering' | 'delivered' | 'delivered_unconfirmed' | 'held' | 'dead' | 'cancelled' | 'skipped' | 'expired';
+export type MessageStatus =
+  'queued' | 'delivering' | 'delivered' | 'delivered_unconfirmed' | 'held' | 'dead' | 'cancelled' | 'skipped' | 'expired';
 /**
  * Why a message waits: `invalid_key` (the service refused the key), `disconnected`, `uninstalled`,
  * `key_unreadable` (no configured encryption key decrypts the saved key), or `service_not_found`
@@ -59,7 +60,20 @@ export interface ClaimedMessage {
   lockedUntil: Date | null;
 }
 
-const CLAIMED_COLUMNS = ['id', 'shopId', 'kind', 'eventName', 'deliveryClass', 'email', 'body', 'attempts', 'sends', 'runAt', 'dueAt', 'lockedUntil'] as const;
+const CLAIMED_COLUMNS = [
+  'id',
+  'shopId',
+  'kind',
+  'eventName',
+  'deliveryClass',
+  'email',
+  'body',
+  'attempts',
+  'sends',
+  'runAt',
+  'dueAt',
+  'lockedUntil',
+] as const;
 type ClaimedRow = Record<(typeof CLAIMED_COLUMNS)[number], unknown>;
 const CLASSES = [0, 1, 2, 3] as const;
 
@@ -88,7 +102,9 @@ const CLAIM_SET = (worker: string, until: string, now: string) =>
   `"status" = 'delivering', "attempts" = "attempts" + 1, "sends" = "sends" + 1, "lockedBy" = ${worker}, "lockedUntil" = ${until}, "updatedAt" = ${now}`;
 // functions, not strings: each use must declare its parameters (SQLite binds them in order)
 const CLAIM_DUE = (shop: () => string, now: () => string, limit: (k: number) => string) =>
-  CLASSES.map((k) => `SELECT "id" FROM (${DUE_OF_CLASS(shop(), k, now())} ORDER BY "runAt", "id" LIMIT ${limit(k)}) AS "c${k}"`).join(' UNION ALL ');
+  CLASSES.map((k) => `SELECT "id" FROM (${DUE_OF_CLASS(shop(), k, now())} ORDER BY "runAt", "id" LIMIT ${limit(k)}) AS "c${k}"`).join(
+    ' UNION ALL ',
+  );
 // One statement for one lane; on PostgreSQL for the lanes claiming at once, a row each
 // (Coalescer): each class of each lane's batch is its own ordered, limited subquery, which the
 // index serves in order (no sort behind a deep backlog), planned with the table as it is at each
@@ -98,13 +114,21 @@ const CLAIM = perRow((c, rows) =>
   rows === null
     ? `
   UPDATE "OutboxMessage" SET ${CLAIM_SET(c(1), c(2, 'timestamp'), c(3, 'timestamp'))}
-  WHERE "id" IN (${CLAIM_DUE(() => c(4), () => c(3, 'timestamp'), (k) => c(5 + k, 'integer'))}
+  WHERE "id" IN (${CLAIM_DUE(
+    () => c(4),
+    () => c(3, 'timestamp'),
+    (k) => c(5 + k, 'integer'),
+  )}
   ) RETURNING ${CLAIMED_COLUMNS.map((col) => `"${col}"`).join(', ')}`
     : `
   UPDATE "OutboxMessage" SET ${CLAIM_SET('"c"."worker"', '"c"."until"', '"c"."now"')}
   FROM (
     SELECT "m"."id", ${c(1)} AS "worker", ${c(2, 'timestamp')} AS "until", ${c(3, 'timestamp')} AS "now" FROM ${rows}
-    CROSS JOIN LATERAL (${CLAIM_DUE(() => c(4), () => c(3, 'timestamp'), (k) => c(5 + k, 'integer'))}) AS "m"
+    CROSS JOIN LATERAL (${CLAIM_DUE(
+      () => c(4),
+      () => c(3, 'timestamp'),
+      (k) => c(5 + k, 'integer'),
+    )}) AS "m"
   ) AS "c"
   WHERE "OutboxMessage"."id" = "c"."id" AND "OutboxMessage"."status" = 'queued'
   RETURNING ${CLAIMED_COLUMNS.map((col) => `"OutboxMessage"."${col}"`).join(', ')}`,
@@ -175,7 +199,13 @@ export class OutboxRepository {
     // planned with its parameters each time: a generic plan made while the shop's queue was
     // small took 100 ms per claim behind 100,000 queued messages (deep-backlog fault test)
     this.claimStatement = prepare(rawOf(db), 'outbox_claim', CLAIM, { replan: true });
-    this.finishOne = pairedWrite(db, 'outbox_finish', { first: FINISH_UPDATE, second: ATTEMPT_INSERT, combined: FINISH_COMBINED, hit: 'messageId', key: (params) => String(params[10]) });
+    this.finishOne = pairedWrite(db, 'outbox_finish', {
+      first: FINISH_UPDATE,
+      second: ATTEMPT_INSERT,
+      combined: FINISH_COMBINED,
+      hit: 'messageId',
+      key: (params) => String(params[10]),
+    });
     this.dueStatement = prepare(rawOf(db), 'outbox_due_by_class', DUE_BY_CLASS);
     this.dueOne = perRowCall(provider, {
       key: (params) => String(params[0]),
@@ -218,19 +248,36 @@ export class OutboxRepository {
     const until = new Date(now.getTime() + lockMs);
     const rows = await this.claimOne([workerId, this.ts(until), this.ts(now), shopId, ...CLASSES.map((k) => Math.max(0, counts[k] ?? 0))]);
     const messages = rows.map((r) => ({
-      id: Number(r.id), shopId: String(r.shopId), kind: String(r.kind), eventName: String(r.eventName), deliveryClass: Number(r.deliveryClass) as ClassIndex,
-      email: r.email === null ? null : String(r.email), body: String(r.body), attempts: Number(r.attempts), sends: Number(r.sends),
-      runAt: rawDate(r.runAt)!, dueAt: rawDate(r.dueAt)!, lockedUntil: rawDate(r.lockedUntil),
+      id: Number(r.id),
+      shopId: String(r.shopId),
+      kind: String(r.kind),
+      eventName: String(r.eventName),
+      deliveryClass: Number(r.deliveryClass) as ClassIndex,
+      email: r.email === null ? null : String(r.email),
+      body: String(r.body),
+      attempts: Number(r.attempts),
+      sends: Number(r.sends),
+      runAt: rawDate(r.runAt)!,
+      dueAt: rawDate(r.dueAt)!,
+      lockedUntil: rawDate(r.lockedUntil),
     }));
     // every transition to queued already enforces the cap; this is the last guard before a send
     const over = messages.filter((m) => m.sends > this.maxSends);
     for (const m of over) {
       await this.db.outboxMessage.updateMany({
         where: { id: m.id, lockedBy: workerId, status: 'delivering' },
-        data: { status: 'dead', lockedBy: null, lockedUntil: null, sends: { decrement: 1 }, lastError: sendCapReason(m.sends - 1, 'the send cap was reached') },
+        data: {
+          status: 'dead',
+          lockedBy: null,
+          lockedUntil: null,
+          sends: { decrement: 1 },
+          lastError: sendCapReason(m.sends - 1, 'the send cap was reached'),
+        },
       });
     }
-    return messages.filter((m) => m.sends <= this.maxSends).sort((a, b) => a.deliveryClass - b.deliveryClass || a.runAt.getTime() - b.runAt.getTime() || a.id - b.id);
+    return messages
+      .filter((m) => m.sends <= this.maxSends)
+      .sort((a, b) => a.deliveryClass - b.deliveryClass || a.runAt.getTime() - b.runAt.getTime() || a.id - b.id);
   }
 
   /** Claimed messages past their class's useful age: expired, never sent (the claim's attempt and send given back). */
@@ -238,7 +285,15 @@ export class OutboxRepository {
     if (ids.length === 0) return 0;
     const res = await this.db.outboxMessage.updateMany({
       where: { id: { in: ids }, lockedBy: workerId, status: 'delivering' },
-      data: { status: 'expired', lastError: reason, lockedBy: null, lockedUntil: null, attempts: { decrement: 1 }, sends: { decrement: 1 }, updatedAt: now },
+      data: {
+        status: 'expired',
+        lastError: reason,
+        lockedBy: null,
+        lockedUntil: null,
+        attempts: { decrement: 1 },
+        sends: { decrement: 1 },
+        updatedAt: now,
+      },
     });
     return res.count;
   }
@@ -274,7 +329,12 @@ export class OutboxRepository {
       const res = await this.db.outboxMessage.updateMany({
         where: { id: m.id, status: 'delivering', lockedBy: m.lockedBy },
         data: capped
-          ? { status: 'dead', lockedBy: null, lockedUntil: null, lastError: sendCapReason(m.sends, 'the process sending it stopped before recording an outcome') }
+          ? {
+              status: 'dead',
+              lockedBy: null,
+              lockedUntil: null,
+              lastError: sendCapReason(m.sends, 'the process sending it stopped before recording an outcome'),
+            }
           : { status: 'queued', lockedBy: null, lockedUntil: null },
       });
       if (res.count && !capped) requeued.push({ shopId: m.shopId, runAt: m.runAt });
@@ -297,9 +357,26 @@ export class OutboxRepository {
    */
   private async finish(msg: ClaimedMessage, workerId: string, f: FinishFields, attempt: AttemptRecord, now: Date): Promise<boolean> {
     const params = [
-      f.status, this.ts(f.deliveredAt), f.latencyMs ?? null, this.ts(f.runAt), f.heldReason ?? null, f.lastError, f.lastStatus,
-      f.giveBackSend ? 1 : 0, f.scrub ? 1 : 0, this.ts(now), msg.id, workerId,
-      msg.id, attempt.attempt, this.ts(attempt.startedAt), attempt.durationMs, attempt.statusCode, attempt.outcome, attempt.error, attempt.workerId ?? null,
+      f.status,
+      this.ts(f.deliveredAt),
+      f.latencyMs ?? null,
+      this.ts(f.runAt),
+      f.heldReason ?? null,
+      f.lastError,
+      f.lastStatus,
+      f.giveBackSend ? 1 : 0,
+      f.scrub ? 1 : 0,
+      this.ts(now),
+      msg.id,
+      workerId,
+      msg.id,
+      attempt.attempt,
+      this.ts(attempt.startedAt),
+      attempt.durationMs,
+      attempt.statusCode,
+      attempt.outcome,
+      attempt.error,
+      attempt.workerId ?? null,
     ];
     // the attempt row is inserted only when the fenced update hit
     const changed = await this.finishOne(params);
@@ -314,7 +391,20 @@ export class OutboxRepository {
 
   markDelivered(msg: ClaimedMessage, workerId: string, at: Date, attempt: AttemptRecord, scrub = false): Promise<boolean> {
     // a delivered contact delete keeps no trace of the address it deleted
-    return this.finish(msg, workerId, { status: 'delivered', deliveredAt: at, latencyMs: Math.max(0, at.getTime() - msg.dueAt.getTime()), lastError: null, lastStatus: attempt.statusCode, scrub }, attempt, at);
+    return this.finish(
+      msg,
+      workerId,
+      {
+        status: 'delivered',
+        deliveredAt: at,
+        latencyMs: Math.max(0, at.getTime() - msg.dueAt.getTime()),
+        lastError: null,
+        lastStatus: attempt.statusCode,
+        scrub,
+      },
+      attempt,
+      at,
+    );
   }
 
   /**
@@ -339,8 +429,22 @@ export class OutboxRepository {
   }
 
   /** `refused`: the service answered, so this send did not reach it as an accepted event; it does not count against the cap. */
-  reschedule(msg: ClaimedMessage, workerId: string, runAt: Date, error: string, attempt: AttemptRecord, refused: boolean, now: Date): Promise<boolean> {
-    return this.finish(msg, workerId, { status: 'queued', runAt, lastError: error, lastStatus: attempt.statusCode, giveBackSend: refused }, attempt, now);
+  reschedule(
+    msg: ClaimedMessage,
+    workerId: string,
+    runAt: Date,
+    error: string,
+    attempt: AttemptRecord,
+    refused: boolean,
+    now: Date,
+  ): Promise<boolean> {
+    return this.finish(
+      msg,
+      workerId,
+      { status: 'queued', runAt, lastError: error, lastStatus: attempt.statusCode, giveBackSend: refused },
+      attempt,
+      now,
+    );
   }
 
   markDead(msg: ClaimedMessage, workerId: string, error: string, attempt: AttemptRecord, now: Date, scrub = false): Promise<boolean> {
@@ -348,18 +452,29 @@ export class OutboxRepository {
   }
 
   markHeld(msg: ClaimedMessage, workerId: string, reason: HeldReason, error: string, attempt: AttemptRecord, now: Date): Promise<boolean> {
-    return this.finish(msg, workerId, { status: 'held', heldReason: reason, lastError: error, lastStatus: attempt.statusCode, giveBackSend: true }, attempt, now);
+    return this.finish(
+      msg,
+      workerId,
+      { status: 'held', heldReason: reason, lastError: error, lastStatus: attempt.statusCode, giveBackSend: true },
+      attempt,
+      now,
+    );
   }
 
   /** Holds everything of a shop that has not been sent; `now` dates the hold (holds.ts compares deliveries with it). */
   async holdShop(shopId: string, reason: HeldReason, now?: Date): Promise<number> {
-    const res = await this.db.outboxMessage.updateMany({ where: { shopId, status: 'queued' }, data: { status: 'held', heldReason: reason, ...(now ? { updatedAt: now } : {}) } });
+    const res = await this.db.outboxMessage.updateMany({
+      where: { shopId, status: 'queued' },
+      data: { status: 'held', heldReason: reason, ...(now ? { updatedAt: now } : {}) },
+    });
     return res.count;
   }
 
   /** Whether any message of the shop is held for this reason. */
   async isHeld(shopId: string, reason: HeldReason): Promise<boolean> {
-    return (await this.db.outboxMessage.findFirst({ where: { shopId, status: 'held', heldReason: reason }, select: { id: true } })) !== null;
+    return (
+      (await this.db.outboxMessage.findFirst({ where: { shopId, status: 'held', heldReason: reason }, select: { id: true } })) !== null
+    );
   }
 
   /** Resumes held messages of a shop whose reason is resolved. */

@@ -5,7 +5,15 @@ import type { FailureKind } from '../integrations/service/types';
 
 /** Delay before retry number n (1-based) after a retryable failure; the last entry repeats. */
 export const BACKOFF_SCHEDULE_MS = [
-  5_000, 30_000, 2 * 60_000, 5 * 60_000, 15 * 60_000, 30 * 60_000, 60 * 60_000, 2 * 3_600_000, 4 * 3_600_000,
+  5_000,
+  30_000,
+  2 * 60_000,
+  5 * 60_000,
+  15 * 60_000,
+  30 * 60_000,
+  60 * 60_000,
+  2 * 3_600_000,
+  4 * 3_600_000,
 ] as const;
 
 /** A message that is still failing this long after it first became due is dead. */
@@ -76,11 +84,20 @@ export function backoffMs(retryNumber: number): number {
  * @param firstDueAt when the message first became due (the give-up clock starts there)
  * @param shop what the worker read of the message's shop, when the failure needs it (not_found)
  */
-export function decideRetry(failure: FailureInfo, attempts: number, firstDueAt: Date, now: Date, random: () => number = Math.random, count?: SendCount, shop: ShopState = {}): RetryDecision {
+export function decideRetry(
+  failure: FailureInfo,
+  attempts: number,
+  firstDueAt: Date,
+  now: Date,
+  random: () => number = Math.random,
+  count?: SendCount,
+  shop: ShopState = {},
+): RetryDecision {
   if (failure.kind === 'bad_request') return { action: 'dead', reason: failure.message };
   if (failure.kind === 'auth') return { action: 'hold', reason: 'invalid_key' };
   // a wrong address is no fault of the message: after a few tries its shop waits, never dies
-  if (failure.kind === 'not_found' && (attempts >= NOT_FOUND_ATTEMPTS || shop.heldForNotFound)) return { action: 'hold', reason: 'service_not_found' };
+  if (failure.kind === 'not_found' && (attempts >= NOT_FOUND_ATTEMPTS || shop.heldForNotFound))
+    return { action: 'hold', reason: 'service_not_found' };
   // the service may already hold this many copies: another send could be one more duplicate
   if (count && failure.mayHaveArrived && count.sends >= count.maxSends) {
     return { action: 'dead', reason: sendCapReason(count.sends, failure.message) };
@@ -94,7 +111,10 @@ export function decideRetry(failure: FailureInfo, attempts: number, firstDueAt: 
   } else if (failure.kind === 'blocked') {
     delay = clamp(failure.retryAfterMs ?? BLOCK_PAUSE_MS, RETRY_AFTER_MIN_MS, RETRY_AFTER_MAX_MS);
   } else {
-    delay = failure.retryAfterMs !== undefined ? clamp(failure.retryAfterMs, RETRY_AFTER_MIN_MS, RETRY_AFTER_MAX_MS) : jittered(backoffMs(attempts), random);
+    delay =
+      failure.retryAfterMs !== undefined
+        ? clamp(failure.retryAfterMs, RETRY_AFTER_MIN_MS, RETRY_AFTER_MAX_MS)
+        : jittered(backoffMs(attempts), random);
   }
   if (elapsed + delay > GIVE_UP_AFTER_MS) {
     if (failure.kind === 'not_found') return { action: 'hold', reason: 'service_not_found' };

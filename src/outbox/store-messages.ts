@@ -42,8 +42,18 @@ export function toRow(m: NewMessage, o: StoreOptions): Prisma.OutboxMessageCreat
 }
 
 /** Outbox rows in one raw multi-row INSERT a few hundred at a time (see db/batch-sql.ts), stamped `now`. */
-export function insertMessages(tx: Pick<SqlTx, '$executeRaw'>, provider: DbProvider, rows: Prisma.OutboxMessageCreateManyInput[], now: Date): Promise<number> {
-  return insertRows(tx, provider, 'OutboxMessage', rows.map((r) => ({ ...r, createdAt: now, updatedAt: now })));
+export function insertMessages(
+  tx: Pick<SqlTx, '$executeRaw'>,
+  provider: DbProvider,
+  rows: Prisma.OutboxMessageCreateManyInput[],
+  now: Date,
+): Promise<number> {
+  return insertRows(
+    tx,
+    provider,
+    'OutboxMessage',
+    rows.map((r) => ({ ...r, createdAt: now, updatedAt: now })),
+  );
 }
 
 /** Inserts the messages whose sourceId the shop has not seen; returns how many were new. */
@@ -55,6 +65,12 @@ export async function insertNew(tx: Tx, provider: DbProvider, messages: NewMessa
   });
   const seen = new Set(existing.map((e) => e.sourceId));
   const fresh = messages.filter((m) => !seen.has(m.sourceId) && (seen.add(m.sourceId), true));
-  if (fresh.length) await insertMessages(tx, provider, fresh.map((m) => toRow(m, o)), now);
+  if (fresh.length)
+    await insertMessages(
+      tx,
+      provider,
+      fresh.map((m) => toRow(m, o)),
+      now,
+    );
   return fresh.length;
 }

@@ -59,10 +59,12 @@ export class UsageStats {
     const batch = [...this.pending.values()];
     this.pending = new Map();
     if (batch.length === 0) return this.flushing;
-    this.flushing = this.flushing.then(() => this.write(batch)).catch((err: unknown) => {
-      for (const c of batch) if ((c.tries ?? 0) < 2) this.readd(c);
-      this.opts.onError?.(err as Error);
-    });
+    this.flushing = this.flushing
+      .then(() => this.write(batch))
+      .catch((err: unknown) => {
+        for (const c of batch) if ((c.tries ?? 0) < 2) this.readd(c);
+        this.opts.onError?.(err as Error);
+      });
     return this.flushing;
   }
 
@@ -73,7 +75,10 @@ export class UsageStats {
   }
 
   private async write(batch: Counts[]): Promise<void> {
-    const values = batch.map((c) => Prisma.sql`(${c.shopId}, ${this.sql.ts(new Date(c.hour))}, ${c.eventName}, ${this.sql.int(c.deliveryClass)}, ${this.sql.int(c.sends)}, ${this.sql.int(c.expired)})`);
+    const values = batch.map(
+      (c) =>
+        Prisma.sql`(${c.shopId}, ${this.sql.ts(new Date(c.hour))}, ${c.eventName}, ${this.sql.int(c.deliveryClass)}, ${this.sql.int(c.sends)}, ${this.sql.int(c.expired)})`,
+    );
     await this.sql.db.$executeRaw(Prisma.sql`
       INSERT INTO "DeliveryUsage" ("shopId", "hour", "eventName", "deliveryClass", "sends", "expired") VALUES ${Prisma.join(values)}
       ON CONFLICT ("shopId", "hour", "eventName") DO UPDATE SET

@@ -16,7 +16,16 @@ import { LogOnce } from '../observability/log-once';
 import type { Metrics } from '../observability/metrics';
 import type { SendEventBody, ServiceClient, ServiceResult } from '../integrations/service/types';
 import type { LeaseRead, ShopQueue } from './due';
-import { DEFAULT_CLASS_POLICY, DELIVERY_CLASSES, floorsOf, HISTORY, planClasses, type ClassIndex, type ClassPolicy, type Usage } from './classes';
+import {
+  DEFAULT_CLASS_POLICY,
+  DELIVERY_CLASSES,
+  floorsOf,
+  HISTORY,
+  planClasses,
+  type ClassIndex,
+  type ClassPolicy,
+  type Usage,
+} from './classes';
 import { DEFAULT_LIMIT, type Pacer } from './pacer';
 import type { AttemptRecord, ClaimedMessage, HeldReason, OutboxRepository } from './repository';
 import { decideRetry } from './retry-policy';
@@ -116,14 +125,21 @@ const CONTEXT_JOINS = `
 const CONTEXT: StatementBuilder = (p) => `SELECT ${CONTEXT_COLUMNS} FROM "Shop" AS "s" ${CONTEXT_JOINS} WHERE "s"."id" = ${p(1)}`;
 const LEASE_CONTEXT: LeaseRead = {
   name: 'due_lease_context',
-  select: (leased) => `SELECT "l"."shopId", ${CONTEXT_COLUMNS} FROM ${leased} AS "l" LEFT JOIN "Shop" AS "s" ON "s"."id" = "l"."shopId" ${CONTEXT_JOINS}`,
+  select: (leased) =>
+    `SELECT "l"."shopId", ${CONTEXT_COLUMNS} FROM ${leased} AS "l" LEFT JOIN "Shop" AS "s" ON "s"."id" = "l"."shopId" ${CONTEXT_JOINS}`,
 };
 
 // The connections' "last successful delivery", for several shops in one statement. A success
 // clears the last error unless that error is newer than the success. Parameters: the rows of
 // [shop, time], as the dialect passes rows (rowsParams).
 const DELIVERED: StatementBuilder = (p, d) => {
-  const rows = d.rowsOf([{ name: 'shopId', type: 'text' }, { name: 'at', type: 'timestamp' }], p);
+  const rows = d.rowsOf(
+    [
+      { name: 'shopId', type: 'text' },
+      { name: 'at', type: 'timestamp' },
+    ],
+    p,
+  );
   const older = `"c"."lastErrorAt" IS NULL OR "c"."lastErrorAt" <= "v"."at"`;
   return `
   UPDATE "Connection" AS "c" SET "lastDeliveredAt" = "v"."at", "updatedAt" = "v"."at",
@@ -198,7 +214,13 @@ export class DeliveryWorker {
     this.maxAgeMs = DELIVERY_CLASSES.map((c) => policy.maxAgeMs[c]);
     this.usageStats = new UsageStats(deps.db, rawOf(deps.db).provider, {
       flushEveryMs: deps.usageFlushMs,
-      onError: (err) => this.logOnce.log('warn', 'usage-stats', { err: err.message }, 'could not write the counts of sends per event; tried again at the next flush'),
+      onError: (err) =>
+        this.logOnce.log(
+          'warn',
+          'usage-stats',
+          { err: err.message },
+          'could not write the counts of sends per event; tried again at the next flush',
+        ),
     });
     this.contextStatement = prepare<ContextRow>(rawOf(deps.db), 'worker_context', CONTEXT);
     this.deliveredStatement = prepare<never>(rawOf(deps.db), 'worker_delivered', DELIVERED, { lazyCommit: true });
@@ -262,7 +284,12 @@ export class DeliveryWorker {
       } catch (err) {
         const delay = this.loopBackoff.fail('pass');
         this.deps.metrics.loopFailures.inc({ loop: 'worker_pass' });
-        this.logOnce.log('error', 'worker-pass', { err: (err as Error).message, retryInMs: delay }, 'worker pass failed; retrying after a growing wait');
+        this.logOnce.log(
+          'error',
+          'worker-pass',
+          { err: (err as Error).message, retryInMs: delay },
+          'worker pass failed; retrying after a growing wait',
+        );
         // the whole wait: neither a wake-up nor the sweep interval brings a failing pass back sooner
         await this.sleep(delay, false);
         continue;
@@ -308,7 +335,11 @@ export class DeliveryWorker {
     if (now - this.lastReconcile >= (this.deps.reconcileEveryMs ?? 300_000)) {
       this.lastReconcile = now;
       const missed = await queue.reconcile();
-      if (missed.length) logger.warn({ shops: missed.length, sample: missed.slice(0, 5) }, 'queued work that was not indexed as due was found by the safety reconcile');
+      if (missed.length)
+        logger.warn(
+          { shops: missed.length, sample: missed.slice(0, 5) },
+          'queued work that was not indexed as due was found by the safety reconcile',
+        );
     }
   }
 
@@ -328,11 +359,19 @@ export class DeliveryWorker {
         // time moves): a lane that fails at once can never be leased again at once
         const delay = this.shopBackoff.fail(shopId);
         this.deps.metrics.loopFailures.inc({ loop: 'lane' });
-        this.logOnce.log('error', `lane:${shopId}`, { shopId, err: (err as Error).message, retryInMs: delay }, 'delivery lane failed; the shop is served again after a wait');
+        this.logOnce.log(
+          'error',
+          `lane:${shopId}`,
+          { shopId, err: (err as Error).message, retryInMs: delay },
+          'delivery lane failed; the shop is served again after a wait',
+        );
         return { notBefore: new Date(this.now().getTime() + delay) } as LaneEnd;
       },
     );
-    this.lanes.set(shopId, lane.then(() => undefined));
+    this.lanes.set(
+      shopId,
+      lane.then(() => undefined),
+    );
     // Off the list of running lanes before the lease is given back: a pass that leases the shop
     // again once it is released must find no lane running and start one. (It used to find this
     // one still listed, start none, and leave the shop leased and idle until the lease expired.)
@@ -369,7 +408,12 @@ export class DeliveryWorker {
         if (!(err instanceof DecryptError)) throw err;
         // a state of this shop, not a fault of the process: its deliveries wait for a key
         // that reads (a restart with the old key among the previous ones, or a new key saved)
-        this.logOnce.log('error', `key:${shopId}`, { shopId, err: err.message }, 'the shop’s API key cannot be decrypted with any configured key; its deliveries are held (key_unreadable)');
+        this.logOnce.log(
+          'error',
+          `key:${shopId}`,
+          { shopId, err: err.message },
+          'the shop’s API key cannot be decrypted with any configured key; its deliveries are held (key_unreadable)',
+        );
         this.deps.metrics.keyUnreadable.inc();
         return { hold: 'key_unreadable' };
       }
@@ -384,7 +428,12 @@ export class DeliveryWorker {
       pacing: {
         limit: row.limitPerSec === null ? DEFAULT_LIMIT : Number(row.limitPerSec),
         pausedUntil: until && until.getTime() > this.now().getTime() ? until : null,
-        usage: [Number(row.usageCritical ?? 0), Number(row.usageTriggers ?? 0), Number(row.usageBehaviour ?? 0), Number(row.usageHistory ?? 0)],
+        usage: [
+          Number(row.usageCritical ?? 0),
+          Number(row.usageTriggers ?? 0),
+          Number(row.usageBehaviour ?? 0),
+          Number(row.usageHistory ?? 0),
+        ],
       },
     };
   }
@@ -485,10 +534,18 @@ export class DeliveryWorker {
       const reason = expiredReason(k, maxAge);
       const mine = stale.filter((m) => m.deliveryClass === k);
       const expired = new Map<string, number>();
-      if ((await repo.expireClaimed(mine.map((m) => m.id), this.workerId, reason, now)) > 0) {
+      if (
+        (await repo.expireClaimed(
+          mine.map((m) => m.id),
+          this.workerId,
+          reason,
+          now,
+        )) > 0
+      ) {
         for (const m of mine) expired.set(m.eventName, (expired.get(m.eventName) ?? 0) + 1);
       }
-      for (const [name, n] of await repo.expireStale(shopId, k, new Date(now.getTime() - maxAge), now, reason)) expired.set(name, (expired.get(name) ?? 0) + n);
+      for (const [name, n] of await repo.expireStale(shopId, k, new Date(now.getTime() - maxAge), now, reason))
+        expired.set(name, (expired.get(name) ?? 0) + n);
       for (const [name, n] of expired) {
         metrics.classExpired.inc({ class: DELIVERY_CLASSES[k] }, n);
         this.usageStats.add(shopId, name, k, now, { expired: n });
@@ -498,7 +555,14 @@ export class DeliveryWorker {
   }
 
   /** Sends a claimed batch at the workspace's pace; says why the lane must end, when it must. */
-  private async sendBatch(shopId: string, ctx: ShopContext, batch: ClaimedMessage[], inFlight: Set<Promise<unknown>>, lane: { stop: boolean }, renew: boolean): Promise<LaneEnd | null> {
+  private async sendBatch(
+    shopId: string,
+    ctx: ShopContext,
+    batch: ClaimedMessage[],
+    inFlight: Set<Promise<unknown>>,
+    lane: { stop: boolean },
+    renew: boolean,
+  ): Promise<LaneEnd | null> {
     const { repo, pacer, queue } = this.deps;
     for (const m of batch) this.inHand.add(m.id);
     let i = 0;
@@ -510,7 +574,11 @@ export class DeliveryWorker {
         if (!(await this.roomInFlight(inFlight))) return {};
         // a workspace slowed down for long (a 429, someone else's traffic) gives its batch back
         // and its shop comes round again then: no message waits claimed for long
-        const took = await pacer.takeSend(ctx.workspaceId, { shouldStop: () => this.stopping || lane.stop, maxWaitMs: this.deps.maxSendWaitMs ?? 2_000, cls: batch[i]!.deliveryClass });
+        const took = await pacer.takeSend(ctx.workspaceId, {
+          shouldStop: () => this.stopping || lane.stop,
+          maxWaitMs: this.deps.maxSendWaitMs ?? 2_000,
+          cls: batch[i]!.deliveryClass,
+        });
         if (took.kind === 'paused') return { notBefore: took.until };
         if (took.kind === 'busy') return { notBefore: new Date(took.until) };
         if (took.kind === 'stopped') break;
@@ -525,7 +593,12 @@ export class DeliveryWorker {
           .then((r) => {
             if (r === 'stop') lane.stop = true;
           })
-          .catch((err: unknown) => this.deps.logger.error({ shopId, messageId: msg.id, err: (err as Error).message }, 'a delivery failed unexpectedly; its lock will expire'))
+          .catch((err: unknown) =>
+            this.deps.logger.error(
+              { shopId, messageId: msg.id, err: (err as Error).message },
+              'a delivery failed unexpectedly; its lock will expire',
+            ),
+          )
           .finally(() => {
             inFlight.delete(p);
             this.inHand.delete(msg.id);
@@ -535,7 +608,12 @@ export class DeliveryWorker {
         // connection had to be opened first): one that left late moves the workspace's next turn
         // to an interval after it, so the requests after it are not crowded behind it.
         await Promise.race([left, p]);
-        if (wroteAt !== undefined) await pacer.sent(ctx.workspaceId, took, wroteAt).catch((err: unknown) => this.deps.logger.warn({ shopId, err: (err as Error).message }, 'could not space the next send from a late one'));
+        if (wroteAt !== undefined)
+          await pacer
+            .sent(ctx.workspaceId, took, wroteAt)
+            .catch((err: unknown) =>
+              this.deps.logger.warn({ shopId, err: (err as Error).message }, 'could not space the next send from a late one'),
+            );
       }
     } finally {
       // claimed but not sent (stopping, a slow-down, or this lane failed): given back untouched;
@@ -543,7 +621,11 @@ export class DeliveryWorker {
       // them once their lock expires
       const unsent = batch.slice(i).map((m) => m.id);
       for (const id of unsent) this.inHand.delete(id);
-      await repo.release(unsent, this.workerId).catch((err: unknown) => this.deps.logger.warn({ shopId, err: (err as Error).message }, 'could not give back unsent claims; their locks expire'));
+      await repo
+        .release(unsent, this.workerId)
+        .catch((err: unknown) =>
+          this.deps.logger.warn({ shopId, err: (err as Error).message }, 'could not give back unsent claims; their locks expire'),
+        );
     }
     if (!lane.stop) return null;
     // the shop comes round again when its workspace can take a send (after a pause, a 429)
@@ -591,7 +673,11 @@ export class DeliveryWorker {
     this.deliveredPending.clear();
     const provider = rawOf(this.deps.db).provider;
     const params = dialectOf(provider).rowsParams(pending.map(([shopId, at]) => [shopId, rawTimestamp(provider, new Date(at))]));
-    await this.deliveredStatement.run(params).catch((err: unknown) => this.deps.logger.warn({ shops: pending.length, err: (err as Error).message }, 'could not record the last delivery time'));
+    await this.deliveredStatement
+      .run(params)
+      .catch((err: unknown) =>
+        this.deps.logger.warn({ shops: pending.length, err: (err as Error).message }, 'could not record the last delivery time'),
+      );
   }
 
   /**
@@ -618,11 +704,17 @@ export class DeliveryWorker {
       try {
         await repo.markUnconfirmed(msg, this.workerId, at, lastError.slice(0, 300), scrub);
         metrics.unconfirmed.inc();
-        logger.error({ messageId: msg.id, shopId: msg.shopId }, 'the service accepted a message but its delivery could not be recorded; marked delivered_unconfirmed, it will not be sent again');
+        logger.error(
+          { messageId: msg.id, shopId: msg.shopId },
+          'the service accepted a message but its delivery could not be recorded; marked delivered_unconfirmed, it will not be sent again',
+        );
         return;
       } catch (err) {
         if (this.now().getTime() > until) {
-          logger.error({ messageId: msg.id, err: (err as Error).message }, 'the database refused every write for an accepted message; its lock will expire and it may be sent again');
+          logger.error(
+            { messageId: msg.id, err: (err as Error).message },
+            'the database refused every write for an accepted message; its lock will expire and it may be sent again',
+          );
           return;
         }
         await sleep(1000);
@@ -630,7 +722,12 @@ export class DeliveryWorker {
     }
   }
 
-  private async deliver(msg: ClaimedMessage, ctx: ShopContext, shopId: string, onSent?: (at: number) => void): Promise<'continue' | 'stop'> {
+  private async deliver(
+    msg: ClaimedMessage,
+    ctx: ShopContext,
+    shopId: string,
+    onSent?: (at: number) => void,
+  ): Promise<'continue' | 'stop'> {
     const { client, repo, pacer, metrics, logger, db } = this.deps;
     const startedAt = this.now();
     let result: ServiceResult<unknown>;
@@ -667,11 +764,20 @@ export class DeliveryWorker {
     }
     await pacer.observe(ctx.workspaceId, result.rate, result.kind === 'rate_limited', result.retryAfterMs, startedAt.getTime());
     const yieldLane = result.kind === 'rate_limited';
-    if (result.kind === 'not_acceptable') logger.error({ messageId: msg.id }, 'the service answered 406 Not Acceptable: our request headers are wrong (a bug)');
+    if (result.kind === 'not_acceptable')
+      logger.error({ messageId: msg.id }, 'the service answered 406 Not Acceptable: our request headers are wrong (a bug)');
     const refused = !result.mayHaveArrived;
     // a 404 while the shop is already held for one holds this message too, at its first try
     const shopState = result.kind === 'not_found' ? { heldForNotFound: await repo.isHeld(shopId, 'service_not_found') } : {};
-    const decision = decideRetry(result, msg.attempts, msg.dueAt, finishedAt, this.deps.random, { sends: msg.sends - (refused ? 1 : 0), maxSends: repo.maxSends }, shopState);
+    const decision = decideRetry(
+      result,
+      msg.attempts,
+      msg.dueAt,
+      finishedAt,
+      this.deps.random,
+      { sends: msg.sends - (refused ? 1 : 0), maxSends: repo.maxSends },
+      shopState,
+    );
     await db.connection.updateMany({ where: { shopId }, data: { lastError: result.message, lastErrorAt: finishedAt } });
     switch (decision.action) {
       case 'retry':
@@ -689,13 +795,19 @@ export class DeliveryWorker {
           await db.connection.updateMany({ where: { shopId }, data: { status: 'invalid_key' } });
         } else {
           // the key is fine: the address is wrong (holds.ts re-probes it and logs it for the operator)
-          logger.warn({ shopId, err: result.message }, 'the email service address answered 404; holding the shop’s deliveries until it answers');
+          logger.warn(
+            { shopId, err: result.message },
+            'the email service address answered 404; holding the shop’s deliveries until it answers',
+          );
         }
         await repo.markHeld(msg, this.workerId, decision.reason, result.message, attempt, finishedAt);
         await repo.holdShop(shopId, decision.reason, finishedAt);
         return 'stop';
       case 'pause_workspace':
-        logger.warn({ workspaceId: ctx.workspaceId, until: decision.until.toISOString() }, 'the service blocked the workspace; pausing its deliveries');
+        logger.warn(
+          { workspaceId: ctx.workspaceId, until: decision.until.toISOString() },
+          'the service blocked the workspace; pausing its deliveries',
+        );
         await pacer.pause(ctx.workspaceId, decision.until, decision.reason);
         await repo.reschedule(msg, this.workerId, decision.runAt, decision.reason, attempt, refused, finishedAt);
         return 'stop';

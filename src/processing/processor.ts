@@ -165,7 +165,12 @@ export class ReceiptProcessor {
         // the whole wait, whatever wake-ups come meanwhile: a failing drain never spins
         const delay = this.backoff.fail('drain');
         this.deps.metrics.loopFailures.inc({ loop: 'stage2' });
-        this.logOnce.log('error', 'drain', { err: (err as Error).message, retryInMs: delay }, 'receipt processing failed; retrying after a growing wait');
+        this.logOnce.log(
+          'error',
+          'drain',
+          { err: (err as Error).message, retryInMs: delay },
+          'receipt processing failed; retrying after a growing wait',
+        );
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, delay);
           this.wake = () => {
@@ -211,7 +216,11 @@ export class ReceiptProcessor {
         total += await this.drainLeased(partitions, turn);
       } finally {
         // the batch that drained the partitions gave the leases up in its own transaction
-        if (!turn.released) await this.deps.db.receiptLease.updateMany({ where: { partition: { in: partitions }, owner: this.processorId }, data: { owner: null, leasedUntil: null } });
+        if (!turn.released)
+          await this.deps.db.receiptLease.updateMany({
+            where: { partition: { in: partitions }, owner: this.processorId },
+            data: { owner: null, leasedUntil: null },
+          });
       }
     }
     return total;
@@ -220,7 +229,9 @@ export class ReceiptProcessor {
   private async seedLeases(): Promise<void> {
     if (this.seeded) return;
     const values = Array.from({ length: PARTITIONS }, (_, p) => Prisma.sql`(${this.sql.int(p)})`);
-    await this.deps.db.$executeRaw(Prisma.sql`INSERT INTO "ReceiptLease" ("partition") VALUES ${Prisma.join(values)} ON CONFLICT ("partition") DO NOTHING`);
+    await this.deps.db.$executeRaw(
+      Prisma.sql`INSERT INTO "ReceiptLease" ("partition") VALUES ${Prisma.join(values)} ON CONFLICT ("partition") DO NOTHING`,
+    );
     this.seeded = true;
   }
 
@@ -229,7 +240,12 @@ export class ReceiptProcessor {
     const now = this.now();
     const until = new Date(now.getTime() + (this.deps.leaseMs ?? 15_000));
     const n = this.deps.partitionsPerTurn ?? PARTITIONS / 2;
-    const rows = await this.leaseStatement.run([this.processorId, rawTimestamp(this.deps.provider, until), rawTimestamp(this.deps.provider, now), n]);
+    const rows = await this.leaseStatement.run([
+      this.processorId,
+      rawTimestamp(this.deps.provider, until),
+      rawTimestamp(this.deps.provider, now),
+      n,
+    ]);
     return rows.map((r) => Number(r.partition)).sort((a, b) => a - b);
   }
 
@@ -306,9 +322,18 @@ export class ReceiptProcessor {
         error = message;
       }
     }
-    const outcome: ReceiptOutcome = { id: receipt.id, outcome: 'rejected', reason: `could not be processed: ${describeError(error!)}`, messageCount: 0, customerId: null };
+    const outcome: ReceiptOutcome = {
+      id: receipt.id,
+      outcome: 'rejected',
+      reason: `could not be processed: ${describeError(error!)}`,
+      messageCount: 0,
+      customerId: null,
+    };
     await this.deps.db.$transaction((tx) => this.deps.receipts.markProcessed(tx, [outcome], this.now()));
-    this.deps.logger.error({ receiptId: receipt.id, topic: receipt.topic, err: outcome.reason }, 'a receipt could not be processed and was recorded as rejected');
+    this.deps.logger.error(
+      { receiptId: receipt.id, topic: receipt.topic, err: outcome.reason },
+      'a receipt could not be processed and was recorded as rejected',
+    );
     this.count([outcome]);
   }
 
@@ -346,7 +371,14 @@ export class ReceiptProcessor {
       const side = handling === 'side_effect' ? this.deps.sideHandlers?.[r.topic as SideEffectTopic] : undefined;
       if (handling === 'storefront') {
         if (this.deps.pixel) pixel.push(r);
-        else outcomes.push({ id: r.id, outcome: 'ignored', reason: 'storefront events are not processed here', messageCount: 0, customerId: null });
+        else
+          outcomes.push({
+            id: r.id,
+            outcome: 'ignored',
+            reason: 'storefront events are not processed here',
+            messageCount: 0,
+            customerId: null,
+          });
       } else if (side) {
         const done = await side(r);
         outcomes.push({ id: r.id, outcome: done.outcome, reason: done.reason ?? null, messageCount: 0, customerId: null });
@@ -361,30 +393,34 @@ export class ReceiptProcessor {
     const now = this.now();
     // the last batch of a turn (all of the pending receipts) gives the lease up as it commits
     const release = turn !== undefined && unit.length === pending.length;
-    await driverTransaction(this.deps.db, async (tx) => {
-      const until = release ? null : this.sql.ts(new Date(now.getTime() + (this.deps.leaseMs ?? 15_000)));
-      const owner = release ? null : this.processorId;
-      const renewed = await tx.$executeRaw(Prisma.sql`
+    await driverTransaction(
+      this.deps.db,
+      async (tx) => {
+        const until = release ? null : this.sql.ts(new Date(now.getTime() + (this.deps.leaseMs ?? 15_000)));
+        const owner = release ? null : this.processorId;
+        const renewed = await tx.$executeRaw(Prisma.sql`
         UPDATE "ReceiptLease" SET "owner" = ${owner}, "leasedUntil" = ${until}
         WHERE "partition" IN (${Prisma.join(partitions.map((p) => this.sql.int(p)))}) AND "owner" = ${this.processorId}`);
-      if (renewed !== partitions.length) throw new LeaseLost(`lost the lease on receipt partitions ${partitions.join(', ')}`);
-      // storefront first: a shopper's adds come before their order, and the order's write
-      // cancels the storefront abandonments of its email, those of this batch included
-      if (pixelPlan) {
-        await pixelPlan.write(tx, now);
-        await lowerDue(tx, this.deps.provider, pixelPlan.due);
-      }
-      if (forwarded) {
-        await this.deps.forwardStore.write(tx, forwarded.plan, now);
-        await lowerDue(tx, this.deps.provider, forwarded.due);
-      }
-      const marked = await this.deps.receipts.markProcessed(tx, outcomes, now);
-      // fewer than given: another processor did them meanwhile; give this batch up, nothing written
-      if (marked !== outcomes.length) throw new LeaseLost(`receipts of partitions ${partitions.join(', ')} were processed elsewhere`);
-      // a crash that loses this commit leaves its receipts pending, to be processed again the same
-      // way, and nothing outside the database acts on it first: its messages are sent only after
-      // a claim, whose durable commit flushes this one (db/transaction.ts)
-    }, { lazyCommit: true });
+        if (renewed !== partitions.length) throw new LeaseLost(`lost the lease on receipt partitions ${partitions.join(', ')}`);
+        // storefront first: a shopper's adds come before their order, and the order's write
+        // cancels the storefront abandonments of its email, those of this batch included
+        if (pixelPlan) {
+          await pixelPlan.write(tx, now);
+          await lowerDue(tx, this.deps.provider, pixelPlan.due);
+        }
+        if (forwarded) {
+          await this.deps.forwardStore.write(tx, forwarded.plan, now);
+          await lowerDue(tx, this.deps.provider, forwarded.due);
+        }
+        const marked = await this.deps.receipts.markProcessed(tx, outcomes, now);
+        // fewer than given: another processor did them meanwhile; give this batch up, nothing written
+        if (marked !== outcomes.length) throw new LeaseLost(`receipts of partitions ${partitions.join(', ')} were processed elsewhere`);
+        // a crash that loses this commit leaves its receipts pending, to be processed again the same
+        // way, and nothing outside the database acts on it first: its messages are sent only after
+        // a claim, whose durable commit flushes this one (db/transaction.ts)
+      },
+      { lazyCommit: true },
+    );
     if (release) turn.released = true;
     this.count(outcomes);
     const due = [...(forwarded?.due ?? []), ...(pixelPlan?.due ?? [])];
@@ -408,7 +444,14 @@ export class ReceiptProcessor {
 
 /** The database's own words: Prisma puts them on the last line, after the call site. */
 function describeError(message: string): string {
-  return message.split('\n').map((l) => l.trim()).filter(Boolean).pop()?.slice(0, 200) ?? 'unknown error';
+  return (
+    message
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .pop()
+      ?.slice(0, 200) ?? 'unknown error'
+  );
 }
 
 interface Parsed {
@@ -444,7 +487,10 @@ function unitEnd(pending: PendingReceipt[]): number {
 function parse(p: PendingReceipt): Parsed {
   try {
     const payload = parseWebhookBody(p.body ?? '');
-    return { kind: p.kind, receipt: { id: p.id, webhookId: p.webhookId, shopDomain: p.shopDomain, topic: p.topic, receivedAt: p.receivedAt, payload } };
+    return {
+      kind: p.kind,
+      receipt: { id: p.id, webhookId: p.webhookId, shopDomain: p.shopDomain, topic: p.topic, receivedAt: p.receivedAt, payload },
+    };
   } catch {
     return { kind: p.kind, rejected: { id: p.id, outcome: 'rejected', reason: 'the body is not JSON', messageCount: 0, customerId: null } };
   }

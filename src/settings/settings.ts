@@ -65,9 +65,20 @@ const eventName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'event names are lo
 /** What PUT /api/settings accepts: a partial update; unknown keys are refused. */
 export const settingsPatchSchema = z
   .object({
-    events: z.object(Object.fromEntries(EVENT_NAMES.map((n) => [n, z.boolean().optional()]))).strict().optional(),
-    contact_properties: z.object(Object.fromEntries(CONTACT_PROPERTIES.map((n) => [n, z.boolean().optional()]))).strict().optional(),
-    abandonment_delay_minutes: z.number().int().min(5).max(7 * 24 * 60).optional(),
+    events: z
+      .object(Object.fromEntries(EVENT_NAMES.map((n) => [n, z.boolean().optional()])))
+      .strict()
+      .optional(),
+    contact_properties: z
+      .object(Object.fromEntries(CONTACT_PROPERTIES.map((n) => [n, z.boolean().optional()])))
+      .strict()
+      .optional(),
+    abandonment_delay_minutes: z
+      .number()
+      .int()
+      .min(5)
+      .max(7 * 24 * 60)
+      .optional(),
     import_event_names: z.object({ customer_imported: eventName.optional(), order_imported: eventName.optional() }).strict().optional(),
   })
   .strict();

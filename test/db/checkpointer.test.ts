@@ -34,9 +34,10 @@ describe('the SQLite checkpoint thread', () => {
     configureSqlite(conn);
     conn.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)');
     const insert = conn.prepare('INSERT INTO t (body) VALUES (?)');
-    const write = (rows: number) => conn.transaction(() => {
-      for (let i = 0; i < rows; i++) insert.run('x'.repeat(2000));
-    })();
+    const write = (rows: number) =>
+      conn.transaction(() => {
+        for (let i = 0; i < rows; i++) insert.run('x'.repeat(2000));
+      })();
     return { file, conn, write };
   }
 
@@ -66,7 +67,7 @@ describe('the SQLite checkpoint thread', () => {
 
   // A PASSIVE checkpoint copies the frames there were when it began; the writer starts the WAL
   // over only once a checkpoint copied all of it, which a steady stream of commits never allows.
-  it('starts the WAL over under a steady stream of commits, holding the app\'s lock while the thread copies the rest', async () => {
+  it("starts the WAL over under a steady stream of commits, holding the app's lock while the thread copies the rest", async () => {
     const stream = async (name: string, withHold: boolean) => {
       const { file, conn, write } = open(name);
       const lock = new Mutex();
@@ -84,7 +85,11 @@ describe('the SQLite checkpoint thread', () => {
           await new Promise((r) => setImmediate(r));
         }
         return {
-          startedOver: walGeneration(file) - generation, pages: walPages(file), holds: cp.holds, checkpoints: cp.checkpoints, commits,
+          startedOver: walGeneration(file) - generation,
+          pages: walPages(file),
+          holds: cp.holds,
+          checkpoints: cp.checkpoints,
+          commits,
           rows: (conn.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n,
         };
       } finally {

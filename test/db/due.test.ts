@@ -26,7 +26,18 @@ describe(`ShopQueue.release on ${testProvider}`, () => {
     const shopId = `due-shop-${++n}`;
     await db.shop.create({ data: { id: shopId, domain: `due-${n}.myshopify.com` } });
     for (const [i, q] of queued.entries()) {
-      await db.outboxMessage.create({ data: { shopId, sourceId: `m-${n}-${i}`, topic: 'orders/create', eventName: 'order_placed', body: '{}', deliveryClass: q.lane ?? 0, runAt: at(q.s), dueAt: at(q.s) } });
+      await db.outboxMessage.create({
+        data: {
+          shopId,
+          sourceId: `m-${n}-${i}`,
+          topic: 'orders/create',
+          eventName: 'order_placed',
+          body: '{}',
+          deliveryClass: q.lane ?? 0,
+          runAt: at(q.s),
+          dueAt: at(q.s),
+        },
+      });
     }
     await lowerDue(db, testProvider, queued.length ? queued.map((q) => ({ shopId, runAt: at(q.s) })) : [{ shopId, runAt: t0 }]);
     await db.shopDue.update({ where: { shopId }, data: { leasedBy: 'w1', leasedUntil: at(60) } });
@@ -58,22 +69,29 @@ describe(`ShopQueue.release on ${testProvider}`, () => {
   });
 
   // Only PostgreSQL lets a writer's transaction run beside the release (SQLite has one writer).
-  (testProvider === 'postgres' ? it : it.skip)('never hides a message queued by a transaction that commits while the release waits for its row', async () => {
-    const shopId = await leasedShop([]);
-    let releasing: Promise<Date | null> | undefined;
-    await driverTransaction(db, async (tx) => {
-      await tx.$executeRaw(Prisma.sql`INSERT INTO "OutboxMessage" ("shopId", "sourceId", "topic", "eventName", "body", "runAt", "dueAt", "updatedAt") VALUES (${shopId}, 'late', 'orders/create', 'order_placed', '{}', ${at(7)}, ${at(7)}, ${t0})`);
-      await lowerDue(tx, testProvider, [{ shopId, runAt: at(7) }]);
-      // the release starts now: its snapshot cannot see the message, and the row is locked
-      releasing = queue.release(shopId, 'w1');
-      await new Promise((r) => setTimeout(r, 300));
-      const raw = rawOf(db);
-      if (raw.provider !== 'postgres') throw new Error('PostgreSQL only');
-      const waiting = await raw.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE "ShopDue" SET "leasedBy" = NULL%'`);
-      expect(waiting.rows[0].n).toBe(1);
-    });
-    // it matched nothing (the version moved), looked again, and saw the message
-    expect(await releasing).toEqual(at(7));
-    expect(await row(shopId)).toMatchObject({ dueAt: at(7), leasedBy: null });
-  });
+  (testProvider === 'postgres' ? it : it.skip)(
+    'never hides a message queued by a transaction that commits while the release waits for its row',
+    async () => {
+      const shopId = await leasedShop([]);
+      let releasing: Promise<Date | null> | undefined;
+      await driverTransaction(db, async (tx) => {
+        await tx.$executeRaw(
+          Prisma.sql`INSERT INTO "OutboxMessage" ("shopId", "sourceId", "topic", "eventName", "body", "runAt", "dueAt", "updatedAt") VALUES (${shopId}, 'late', 'orders/create', 'order_placed', '{}', ${at(7)}, ${at(7)}, ${t0})`,
+        );
+        await lowerDue(tx, testProvider, [{ shopId, runAt: at(7) }]);
+        // the release starts now: its snapshot cannot see the message, and the row is locked
+        releasing = queue.release(shopId, 'w1');
+        await new Promise((r) => setTimeout(r, 300));
+        const raw = rawOf(db);
+        if (raw.provider !== 'postgres') throw new Error('PostgreSQL only');
+        const waiting = await raw.pool.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE "ShopDue" SET "leasedBy" = NULL%'`,
+        );
+        expect(waiting.rows[0].n).toBe(1);
+      });
+      // it matched nothing (the version moved), looked again, and saw the message
+      expect(await releasing).toEqual(at(7));
+      expect(await row(shopId)).toMatchObject({ dueAt: at(7), leasedBy: null });
+    },
+  );
 });

@@ -13,7 +13,8 @@ import { startStack, type Stack } from '../helpers/stack';
 import { straceAvailable, traceSyscalls, walSyncedBefore, type SyscallTrace } from '../helpers/syscalls';
 
 const sqliteWithStrace = testProvider === 'sqlite' && straceAvailable();
-if (testProvider === 'sqlite' && !sqliteWithStrace) console.warn('durability tests skipped: strace cannot trace this process here (apt-get install strace)');
+if (testProvider === 'sqlite' && !sqliteWithStrace)
+  console.warn('durability tests skipped: strace cannot trace this process here (apt-get install strace)');
 
 (sqliteWithStrace ? describe : describe.skip)('SQLite commits that a promise rests on are on disk first (strace)', () => {
   let trace: SyscallTrace | undefined;
@@ -33,7 +34,11 @@ if (testProvider === 'sqlite' && !sqliteWithStrace) console.warn('durability tes
       const wal = `${path.resolve(sqliteFile(s.database.url))}-wal`;
       trace = await traceSyscalls();
       for (let i = 0; i < 3; i++) {
-        const res = await s.webhook('orders/create', { id: 1000 + i, email: `durable-${i}@example.com` }, { webhookId: `durable-${i}-${randomUUID()}` });
+        const res = await s.webhook(
+          'orders/create',
+          { id: 1000 + i, email: `durable-${i}@example.com` },
+          { webhookId: `durable-${i}-${randomUUID()}` },
+        );
         expect(res.status).toBe(200);
       }
       const lines = await trace.stop();
@@ -56,13 +61,32 @@ if (testProvider === 'sqlite' && !sqliteWithStrace) console.warn('durability tes
       const wal = `${path.resolve(sqliteFile(db.database.url))}-wal`;
       await db.db.shop.create({ data: { id: 'durable-shop', domain: 'durable.myshopify.com' } });
       const now = new Date();
-      await db.db.outboxMessage.create({ data: { shopId: 'durable-shop', sourceId: 'durable-1', topic: 'orders/create', eventName: 'order_placed', body: '{}', runAt: now, dueAt: now } });
+      await db.db.outboxMessage.create({
+        data: {
+          shopId: 'durable-shop',
+          sourceId: 'durable-1',
+          topic: 'orders/create',
+          eventName: 'order_placed',
+          body: '{}',
+          runAt: now,
+          dueAt: now,
+        },
+      });
       const repo = new OutboxRepository(db.db, 'sqlite');
       const [msg] = await repo.claim('durable-shop', 'w-durable', [1, 0, 0, 0], new Date(), 30_000);
       expect(msg).toBeDefined();
       trace = await traceSyscalls();
       const at = new Date();
-      expect(await repo.markDelivered(msg!, 'w-durable', at, { attempt: 1, startedAt: at, durationMs: 5, statusCode: 200, outcome: 'ok', error: null })).toBe(true);
+      expect(
+        await repo.markDelivered(msg!, 'w-durable', at, {
+          attempt: 1,
+          startedAt: at,
+          durationMs: 5,
+          statusCode: 200,
+          outcome: 'ok',
+          error: null,
+        }),
+      ).toBe(true);
       trace.mark('DELIVERED-RESOLVED');
       const lines = await trace.stop();
       trace = undefined;

@@ -44,8 +44,24 @@ describe(`migrations on ${testProvider}`, () => {
     const folder = path.join('prisma', testProvider);
     const res = spawnSync(
       process.execPath,
-      [path.join(root, 'scripts', 'prisma.mjs'), 'migrate', 'diff', '--from-migrations', path.join(folder, 'migrations'), '--to-schema-datamodel', folder, '--exit-code'],
-      { cwd: root, encoding: 'utf8', env: { ...process.env, DATABASE_URL: testProvider === 'postgres' ? (process.env.DATABASE_URL as string) : 'file:./data/drift-check.db' } },
+      [
+        path.join(root, 'scripts', 'prisma.mjs'),
+        'migrate',
+        'diff',
+        '--from-migrations',
+        path.join(folder, 'migrations'),
+        '--to-schema-datamodel',
+        folder,
+        '--exit-code',
+      ],
+      {
+        cwd: root,
+        encoding: 'utf8',
+        env: {
+          ...process.env,
+          DATABASE_URL: testProvider === 'postgres' ? (process.env.DATABASE_URL as string) : 'file:./data/drift-check.db',
+        },
+      },
     );
     // exit code 2 means drift, 0 means clean
     expect({ status: res.status, out: res.stdout.trim().split('\n').pop() }).toEqual({ status: 0, out: 'No difference detected.' });

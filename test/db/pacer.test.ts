@@ -29,7 +29,10 @@ describe(`pacer on ${testProvider}`, () => {
     const p1 = new Pacer(db, testProvider, { now: () => t });
     const p2 = new Pacer(db, testProvider, { now: () => t });
     const sent: number[] = [];
-    const retry = new Map<Pacer, number>([[p1, t], [p2, t]]);
+    const retry = new Map<Pacer, number>([
+      [p1, t],
+      [p2, t],
+    ]);
     for (; t < 5_000_000 + 3_000; t += 7) {
       for (const p of [p1, p2]) {
         if (t < retry.get(p)!) continue;
@@ -116,7 +119,7 @@ describe(`pacer on ${testProvider}`, () => {
     expect(events.slice(2)).toEqual(['sent', 'crowded']);
   });
 
-  it('does not take its own sends for someone else\'s when answers come back late', async () => {
+  it("does not take its own sends for someone else's when answers come back late", async () => {
     let t = 15_000_000;
     const pacer = new Pacer(db, testProvider, { now: () => t });
     const sentAt: number[] = [];
@@ -137,7 +140,8 @@ describe(`pacer on ${testProvider}`, () => {
     const pacer = new Pacer(db, testProvider, { now: () => now });
     const made = now;
     expect(await pacer.tryTake('ws-new')).toMatchObject({ ok: true, limit: 10 });
-    const row = () => db.workspacePacer.findUniqueOrThrow({ where: { workspaceId: 'ws-new' }, select: { limitPerSec: true, updatedAt: true } });
+    const row = () =>
+      db.workspacePacer.findUniqueOrThrow({ where: { workspaceId: 'ws-new' }, select: { limitPerSec: true, updatedAt: true } });
     expect(await row()).toEqual({ limitPerSec: 10, updatedAt: new Date(made) });
     now += 1_000;
     await pacer.observe('ws-new', { limit: 10 }, false);
@@ -155,7 +159,8 @@ describe(`pacer on ${testProvider}`, () => {
     const written = new Date(now - 60_000);
     await db.workspacePacer.create({ data: { workspaceId: 'ws-k', limitPerSec: 10, nextSendUs: 0n, updatedAt: written } });
     pacer.knownRow('ws-k', 10);
-    const row = () => db.workspacePacer.findUniqueOrThrow({ where: { workspaceId: 'ws-k' }, select: { limitPerSec: true, updatedAt: true } });
+    const row = () =>
+      db.workspacePacer.findUniqueOrThrow({ where: { workspaceId: 'ws-k' }, select: { limitPerSec: true, updatedAt: true } });
     expect(await pacer.tryTake('ws-k')).toMatchObject({ ok: true, limit: 10 });
     await pacer.observe('ws-k', { limit: 10 }, false);
     expect(await row()).toEqual({ limitPerSec: 10, updatedAt: written });
@@ -190,7 +195,7 @@ describe(`pacer on ${testProvider}`, () => {
     expect(!after.ok && after.retryAt).toBeGreaterThanOrEqual(now + 2000);
   });
 
-  it('does not take the sends of another process sharing the workspace for someone else\'s', async () => {
+  it("does not take the sends of another process sharing the workspace for someone else's", async () => {
     let t = 25_000_000;
     const one = new Pacer(db, testProvider, { now: () => t });
     const two = new Pacer(db, testProvider, { now: () => t });
@@ -246,49 +251,56 @@ describe(`pacer on ${testProvider}`, () => {
   });
 
   // PostgreSQL: the lanes of a worker take their sends at once; one round trip carries them all
-  (testProvider === 'postgres' ? it : it.skip)('takes the sends of concurrent lanes in one statement, never two of one workspace together', async () => {
-    const raw = rawOf(db);
-    if (raw.provider !== 'postgres') throw new Error('postgres only');
-    let t = 40_000_000;
-    const pacer = new Pacer(db, testProvider, { now: () => t });
-    const workspaces = Array.from({ length: 20 }, (_, i) => `ws-many-${i}`);
-    for (const ws of workspaces) expect((await pacer.tryTake(ws)).ok).toBe(true);
-    t += 60_000;
-    const connects = jest.spyOn(raw.lazy, 'connect');
-    try {
-      // 20 workspaces, and a second take for the first one, all in one tick
-      const takes = await Promise.all([...workspaces, workspaces[0]!].map((ws) => pacer.tryTake(ws)));
-      expect(takes.slice(0, 20).every((x) => x.ok)).toBe(true);
-      // the second take of ws-many-0 went after the first (not in its statement) and found the interval taken
-      expect(takes[20]).toMatchObject({ ok: false, retryAt: t - 10 + 104 });
-      expect(connects).toHaveBeenCalledTimes(2);
-    } finally {
-      connects.mockRestore();
-    }
-  });
+  (testProvider === 'postgres' ? it : it.skip)(
+    'takes the sends of concurrent lanes in one statement, never two of one workspace together',
+    async () => {
+      const raw = rawOf(db);
+      if (raw.provider !== 'postgres') throw new Error('postgres only');
+      let t = 40_000_000;
+      const pacer = new Pacer(db, testProvider, { now: () => t });
+      const workspaces = Array.from({ length: 20 }, (_, i) => `ws-many-${i}`);
+      for (const ws of workspaces) expect((await pacer.tryTake(ws)).ok).toBe(true);
+      t += 60_000;
+      const connects = jest.spyOn(raw.lazy, 'connect');
+      try {
+        // 20 workspaces, and a second take for the first one, all in one tick
+        const takes = await Promise.all([...workspaces, workspaces[0]!].map((ws) => pacer.tryTake(ws)));
+        expect(takes.slice(0, 20).every((x) => x.ok)).toBe(true);
+        // the second take of ws-many-0 went after the first (not in its statement) and found the interval taken
+        expect(takes[20]).toMatchObject({ ok: false, retryAt: t - 10 + 104 });
+        expect(connects).toHaveBeenCalledTimes(2);
+      } finally {
+        connects.mockRestore();
+      }
+    },
+  );
 
   // PostgreSQL: the pacer's writes are bookkeeping, committed without waiting for the WAL flush
   // (db/raw.ts lazyCommit), on a pool of their own; a delivery's record is not.
-  (testProvider === 'postgres' ? it : it.skip)('takes its sends on the bookkeeping pool, whose sessions do not wait for the WAL flush', async () => {
-    const raw = rawOf(db);
-    if (raw.provider !== 'postgres') throw new Error('postgres only');
-    const setting = async (pool: typeof raw.pool) => (await pool.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit;
-    expect(await setting(raw.lazy)).toBe('off');
-    expect(await setting(raw.pool)).toBe('on');
-    const lazy = jest.spyOn(raw.lazy, 'connect');
-    const durable = jest.spyOn(raw.pool, 'connect');
-    try {
-      const pacer = new Pacer(db, testProvider, { now: () => now });
-      now += 60_000;
-      expect((await pacer.tryTake('ws-lazy')).ok).toBe(true);
-      expect(lazy).toHaveBeenCalled();
-      expect(durable).not.toHaveBeenCalled();
-      // and the take is seen at once by another session, as any commit
-      const row = await db.workspacePacer.findUnique({ where: { workspaceId: 'ws-lazy' } });
-      expect(Number(row!.nextSendUs)).toBeGreaterThan((now - 10) * 1000);
-    } finally {
-      lazy.mockRestore();
-      durable.mockRestore();
-    }
-  });
+  (testProvider === 'postgres' ? it : it.skip)(
+    'takes its sends on the bookkeeping pool, whose sessions do not wait for the WAL flush',
+    async () => {
+      const raw = rawOf(db);
+      if (raw.provider !== 'postgres') throw new Error('postgres only');
+      const setting = async (pool: typeof raw.pool) =>
+        (await pool.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit;
+      expect(await setting(raw.lazy)).toBe('off');
+      expect(await setting(raw.pool)).toBe('on');
+      const lazy = jest.spyOn(raw.lazy, 'connect');
+      const durable = jest.spyOn(raw.pool, 'connect');
+      try {
+        const pacer = new Pacer(db, testProvider, { now: () => now });
+        now += 60_000;
+        expect((await pacer.tryTake('ws-lazy')).ok).toBe(true);
+        expect(lazy).toHaveBeenCalled();
+        expect(durable).not.toHaveBeenCalled();
+        // and the take is seen at once by another session, as any commit
+        const row = await db.workspacePacer.findUnique({ where: { workspaceId: 'ws-lazy' } });
+        expect(Number(row!.nextSendUs)).toBeGreaterThan((now - 10) * 1000);
+      } finally {
+        lazy.mockRestore();
+        durable.mockRestore();
+      }
+    },
+  );
 });

@@ -58,15 +58,27 @@ describe(`the pixel_vouching migration (${testProvider})`, () => {
         'INSERT INTO "_prisma_migrations" ("id", "checksum", "finished_at", "migration_name", "started_at", "applied_steps_count") VALUES (?, ?, ?, ?, ?, 1)',
         [`m${i}`, m.checksum, ts(now), m.name, ts(now)],
       ]),
-      ['INSERT INTO "Shop" ("id", "domain", "tokenStatus", "installedAt", "createdAt", "updatedAt") VALUES (?, ?, ?, ?, ?, ?)', ['s1', 'old.myshopify.com', 'active', ts(now), ts(now), ts(now)]],
-      ['INSERT INTO "PixelVisitor" ("shopId", "clientId", "email", "identifiedAt", "expiresAt") VALUES (?, ?, ?, ?, ?)', ['s1', 'c1', 'victim@example.org', ts(now), ts(new Date(now.getTime() + 86_400_000))]],
-      ['INSERT INTO "PixelEvent" ("shopId", "clientId", "name", "eventId", "occurredAt", "data", "expiresAt") VALUES (?, ?, ?, ?, ?, ?, ?)', ['s1', 'c2', 'product_viewed', 'e1', ts(now), '{"product_title":"Cheap pills"}', ts(new Date(now.getTime() + 3_600_000))]],
-      ...[['pixel/events', 'cart_abandoned', 'queued'], ['pixel/events', 'added_to_cart', 'held'], ['pixel/events', 'viewed_product', 'delivered'], ['orders/create', 'order_placed', 'queued']].map(
-        ([topic, eventName, status], i): [string, unknown[]] => [
-          'INSERT INTO "OutboxMessage" ("shopId", "sourceId", "topic", "eventName", "email", "body", "status", "runAt", "dueAt", "createdAt", "updatedAt") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-          ['s1', `src-${i}`, topic, eventName, 'victim@example.org', '{}', status, ts(now), ts(now), ts(now), ts(new Date(0))],
-        ],
-      ),
+      [
+        'INSERT INTO "Shop" ("id", "domain", "tokenStatus", "installedAt", "createdAt", "updatedAt") VALUES (?, ?, ?, ?, ?, ?)',
+        ['s1', 'old.myshopify.com', 'active', ts(now), ts(now), ts(now)],
+      ],
+      [
+        'INSERT INTO "PixelVisitor" ("shopId", "clientId", "email", "identifiedAt", "expiresAt") VALUES (?, ?, ?, ?, ?)',
+        ['s1', 'c1', 'victim@example.org', ts(now), ts(new Date(now.getTime() + 86_400_000))],
+      ],
+      [
+        'INSERT INTO "PixelEvent" ("shopId", "clientId", "name", "eventId", "occurredAt", "data", "expiresAt") VALUES (?, ?, ?, ?, ?, ?, ?)',
+        ['s1', 'c2', 'product_viewed', 'e1', ts(now), '{"product_title":"Cheap pills"}', ts(new Date(now.getTime() + 3_600_000))],
+      ],
+      ...[
+        ['pixel/events', 'cart_abandoned', 'queued'],
+        ['pixel/events', 'added_to_cart', 'held'],
+        ['pixel/events', 'viewed_product', 'delivered'],
+        ['orders/create', 'order_placed', 'queued'],
+      ].map(([topic, eventName, status], i): [string, unknown[]] => [
+        'INSERT INTO "OutboxMessage" ("shopId", "sourceId", "topic", "eventName", "email", "body", "status", "runAt", "dueAt", "createdAt", "updatedAt") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        ['s1', `src-${i}`, topic, eventName, 'victim@example.org', '{}', status, ts(now), ts(now), ts(now), ts(new Date(0))],
+      ]),
     ]);
 
     // this migration, and the ones after it
@@ -77,7 +89,10 @@ describe(`the pixel_vouching migration (${testProvider})`, () => {
       expect(await db.pixelEvent.count()).toBe(0);
       const messages = await db.outboxMessage.findMany({ orderBy: { sourceId: 'asc' } });
       expect(messages.map((m) => [m.eventName, m.status])).toEqual([
-        ['cart_abandoned', 'cancelled'], ['added_to_cart', 'cancelled'], ['viewed_product', 'delivered'], ['order_placed', 'queued'],
+        ['cart_abandoned', 'cancelled'],
+        ['added_to_cart', 'cancelled'],
+        ['viewed_product', 'delivered'],
+        ['order_placed', 'queued'],
       ]);
       const cancelled = messages.filter((m) => m.status === 'cancelled');
       expect(cancelled.every((m) => /not confirmed; not sent$/.test(m.lastError ?? ''))).toBe(true);

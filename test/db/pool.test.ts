@@ -32,7 +32,7 @@ onPostgres('PostgreSQL connections of a server', () => {
   };
   const counts = (raw: { pool: pg.Pool; lazy: pg.Pool }) => ({ main: raw.pool.totalCount, lazy: raw.lazy.totalCount });
 
-  it('are all open once the client is made, and stay open past pg\'s 10-s idle timeout', async () => {
+  it("are all open once the client is made, and stay open past pg's 10-s idle timeout", async () => {
     const kept = await open(true);
     const plain = await open(false);
     expect(counts(kept)).toEqual({ main: 4, lazy: 3 });

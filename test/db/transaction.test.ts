@@ -17,20 +17,32 @@ describe(`driverTransaction on ${testProvider}`, () => {
   });
   afterAll(() => close());
 
-  const shopRow = (domain: string, at: Date) => ({ id: `id-${domain}`, domain, tokenStatus: 'none', installedAt: at, createdAt: at, updatedAt: at, uninstalledAt: null });
+  const shopRow = (domain: string, at: Date) => ({
+    id: `id-${domain}`,
+    domain,
+    tokenStatus: 'none',
+    installedAt: at,
+    createdAt: at,
+    updatedAt: at,
+    uninstalledAt: null,
+  });
 
   it('commits: Prisma reads back the rows and their timestamps as written, to the millisecond', async () => {
     const at = new Date('2026-03-29T01:30:00.123Z');
     const rows = await driverTransaction(db, async (tx) => {
       await insertRows(tx, testProvider, 'Shop', [shopRow('a.myshopify.com', at), shopRow('b.myshopify.com', new Date(at.getTime() + 1))]);
-      return tx.$queryRaw<Array<{ domain: string }>>(Prisma.sql`SELECT "domain" FROM "Shop" WHERE "domain" LIKE ${'%.myshopify.com'} ORDER BY "domain"`);
+      return tx.$queryRaw<Array<{ domain: string }>>(
+        Prisma.sql`SELECT "domain" FROM "Shop" WHERE "domain" LIKE ${'%.myshopify.com'} ORDER BY "domain"`,
+      );
     });
     expect(rows.map((r) => r.domain)).toEqual(['a.myshopify.com', 'b.myshopify.com']);
     const a = await db.shop.findUniqueOrThrow({ where: { domain: 'a.myshopify.com' } });
     expect(a.installedAt.toISOString()).toBe(at.toISOString());
     expect(a.uninstalledAt).toBeNull();
     // and a raw comparison with a Date parameter sees the same instant
-    const later = await driverTransaction(db, (tx) => tx.$queryRaw<unknown[]>(Prisma.sql`SELECT 1 FROM "Shop" WHERE "installedAt" > ${at}`));
+    const later = await driverTransaction(db, (tx) =>
+      tx.$queryRaw<unknown[]>(Prisma.sql`SELECT 1 FROM "Shop" WHERE "installedAt" > ${at}`),
+    );
     expect(later).toHaveLength(1);
   });
 

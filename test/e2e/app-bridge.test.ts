@@ -16,8 +16,13 @@ describeWithChromium('the embedded page in production mode (App Bridge tokens)',
 
   beforeAll(async () => {
     const production = loadConfig({
-      NODE_ENV: 'production', DATABASE_URL: 'file:./unused.db', SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET,
-      SHOPIFY_APP_URL: 'https://connector.example.com', SERVICE_BASE_URL: 'https://service.example.com', ENCRYPTION_KEY: SANDBOX_DEFAULTS.ENCRYPTION_KEY,
+      NODE_ENV: 'production',
+      DATABASE_URL: 'file:./unused.db',
+      SHOPIFY_API_KEY: API_KEY,
+      SHOPIFY_API_SECRET: API_SECRET,
+      SHOPIFY_APP_URL: 'https://connector.example.com',
+      SERVICE_BASE_URL: 'https://service.example.com',
+      ENCRYPTION_KEY: SANDBOX_DEFAULTS.ENCRYPTION_KEY,
     });
     stack = await startStack({ server: { routers: [uiRoutes({ config: production })] } });
     browser = await launchChromium();
@@ -52,26 +57,34 @@ describeWithChromium('the embedded page in production mode (App Bridge tokens)',
     return { context, page, authHeaders, paths };
   }
 
-  it('uses a fresh App Bridge token for every /api call, and never asks for a dev token', async () => {
-    const { context, page, authHeaders, paths } = await openPage(true);
-    await page.waitForSelector('body[data-ready="true"]');
-    await waitForText(page.locator('#connection-status'), /Not connected/);
-    expect(await page.locator('#simulate-card').isVisible()).toBe(false);
-    expect(await page.locator('meta[name="shopify-api-key"]').getAttribute('content')).toBe(API_KEY);
+  it(
+    'uses a fresh App Bridge token for every /api call, and never asks for a dev token',
+    async () => {
+      const { context, page, authHeaders, paths } = await openPage(true);
+      await page.waitForSelector('body[data-ready="true"]');
+      await waitForText(page.locator('#connection-status'), /Not connected/);
+      expect(await page.locator('#simulate-card').isVisible()).toBe(false);
+      expect(await page.locator('meta[name="shopify-api-key"]').getAttribute('content')).toBe(API_KEY);
 
-    expect(authHeaders.length).toBeGreaterThanOrEqual(5);
-    for (const h of authHeaders) expect(minted.has(String(h.auth).replace(/^Bearer /, ''))).toBe(true);
-    // (this stack's server runs a sandbox config; that a production server has no /_dev routes
-    // at all is checked in ui-routes.test.ts)
-    expect(paths.filter((p) => p.startsWith('/_dev/'))).toEqual([]);
-    await page.screenshot({ path: `${__dirname}/screenshots/11-production-app-bridge.png`, fullPage: false });
-    await context.close();
-  }, SLOW);
+      expect(authHeaders.length).toBeGreaterThanOrEqual(5);
+      for (const h of authHeaders) expect(minted.has(String(h.auth).replace(/^Bearer /, ''))).toBe(true);
+      // (this stack's server runs a sandbox config; that a production server has no /_dev routes
+      // at all is checked in ui-routes.test.ts)
+      expect(paths.filter((p) => p.startsWith('/_dev/'))).toEqual([]);
+      await page.screenshot({ path: `${__dirname}/screenshots/11-production-app-bridge.png`, fullPage: false });
+      await context.close();
+    },
+    SLOW,
+  );
 
-  it('says to open the app from Shopify admin when App Bridge is not there', async () => {
-    const { context, page, authHeaders } = await openPage(false);
-    await waitForText(page.locator('#page-banner'), /Open this app from your Shopify admin/);
-    expect(authHeaders).toEqual([]);
-    await context.close();
-  }, SLOW);
+  it(
+    'says to open the app from Shopify admin when App Bridge is not there',
+    async () => {
+      const { context, page, authHeaders } = await openPage(false);
+      await waitForText(page.locator('#page-banner'), /Open this app from your Shopify admin/);
+      expect(authHeaders).toEqual([]);
+      await context.close();
+    },
+    SLOW,
+  );
 });

@@ -18,8 +18,14 @@ export const DOCS_SCREENSHOT = path.resolve(__dirname, '..', '..', 'docs', 'scre
 // Flags for a root user on a closed network (see the machine notes): no sandbox, no GPU, and
 // no background connections to Google. playwright adds --headless and a fresh profile itself.
 const CHROMIUM_ARGS = [
-  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
 ];
 
 /**
@@ -38,12 +44,16 @@ export function describeWithChromium(name: string, fn: () => void): void {
 }
 
 export async function launchChromium(): Promise<Browser> {
-  if (!fs.existsSync(CHROMIUM_PATH)) throw new Error(`${CHROMIUM_PATH} is missing: run "sudo apt-get install -y chromium" (or bash scripts/ensure-chromium.sh)`);
+  if (!fs.existsSync(CHROMIUM_PATH))
+    throw new Error(`${CHROMIUM_PATH} is missing: run "sudo apt-get install -y chromium" (or bash scripts/ensure-chromium.sh)`);
   return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
 }
 
 /** A fresh browser context and page for a storefront visit; errors collects page errors (and console errors when asked). */
-export async function openStorefrontPage(browser: Browser, opts: { consoleErrors?: boolean } = {}): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+export async function openStorefrontPage(
+  browser: Browser,
+  opts: { consoleErrors?: boolean } = {},
+): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
   const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, locale: 'en-US', timezoneId: 'UTC' });
   const page = await context.newPage();
   page.setDefaultTimeout(20_000);
@@ -107,7 +117,12 @@ export async function startE2E(): Promise<E2E> {
     await stack!.close();
     throw err;
   });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: 'en-US', timezoneId: 'UTC', reducedMotion: 'reduce' });
+  const context = await browser.newContext({
+    viewport: { width: 1280, height: 900 },
+    locale: 'en-US',
+    timezoneId: 'UTC',
+    reducedMotion: 'reduce',
+  });
   // No internet here: refuse the CDN at once, so the page is tested as it stands without Polaris.
   await context.route('https://cdn.shopify.com/**', (route) => route.abort('internetdisconnected'));
   const page = await context.newPage();
@@ -115,17 +130,23 @@ export async function startE2E(): Promise<E2E> {
 
   const captured: Array<Promise<CapturedResponse>> = [];
   page.on('response', (res) => {
-    captured.push(res.body().then(
-      (body) => ({ url: res.url(), status: res.status(), body }),
-      () => ({ url: res.url(), status: res.status(), body: Buffer.alloc(0) }),
-    ));
+    captured.push(
+      res.body().then(
+        (body) => ({ url: res.url(), status: res.status(), body }),
+        () => ({ url: res.url(), status: res.status(), body: Buffer.alloc(0) }),
+      ),
+    );
   });
   const pageErrors: string[] = [];
   page.on('pageerror', (err) => pageErrors.push(err.message));
 
   fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
   return {
-    stack, browser, context, page, pageErrors,
+    stack,
+    browser,
+    context,
+    page,
+    pageErrors,
     responses: () => Promise.all(captured),
     async screenshot(name, opts = {}) {
       const file = path.join(SCREENSHOT_DIR, `${name}.png`);
@@ -144,9 +165,14 @@ export async function waitForText(locator: Locator, pattern: RegExp, timeoutMs =
   const end = Date.now() + timeoutMs;
   let last = '';
   for (;;) {
-    last = (await locator.first().textContent({ timeout: 1_000 }).catch(() => null)) ?? '';
+    last =
+      (await locator
+        .first()
+        .textContent({ timeout: 1_000 })
+        .catch(() => null)) ?? '';
     if (pattern.test(last)) return last;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${pattern} (last text: ${JSON.stringify(last.slice(0, 300))})`);
+    if (Date.now() > end)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${pattern} (last text: ${JSON.stringify(last.slice(0, 300))})`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -24,10 +24,14 @@ describeWithChromium('historical import card', () => {
     await card.getByRole('button', { name: 'Start import' }).click();
     await card.getByRole('progressbar', { name: 'Import progress' }).waitFor({ timeout: 15_000 });
     await e.screenshot('20-import-running');
-    const imported = await e.stack.until(() => {
-      const events = e.stack.emulator.events({ workspaceId: ws.workspaceId }).filter((ev) => ev.event_name.endsWith('_imported'));
-      return events.length >= 70 ? events : null;
-    }, 30_000, '70 imported events');
+    const imported = await e.stack.until(
+      () => {
+        const events = e.stack.emulator.events({ workspaceId: ws.workspaceId }).filter((ev) => ev.event_name.endsWith('_imported'));
+        return events.length >= 70 ? events : null;
+      },
+      30_000,
+      '70 imported events',
+    );
     await card.getByText(/Last import finished/).waitFor({ timeout: 20_000 });
     expect(new Set(imported.map((ev) => ev.event_attribute.source_id)).size).toBe(imported.length);
     expect(imported.filter((ev) => ev.event_name === 'order_imported').every((ev) => ev.event_attribute.historical === true)).toBe(true);

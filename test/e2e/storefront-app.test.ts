@@ -28,7 +28,9 @@ describeWithChromium('the storefront pixel, through the app, to the email servic
     // the storefront of the shop, running the pixel with the settings the app gave webPixelCreate,
     // and sending its checkouts' webhooks signed with the app's secret, as Shopify does
     storefront = await startFakeShop({
-      apiKey: API_KEY, apiSecret: API_SECRET, host: '127.0.0.1',
+      apiKey: API_KEY,
+      apiSecret: API_SECRET,
+      host: '127.0.0.1',
       shops: [{ domain: DEFAULT_SHOP, id: '548380009', name: 'Demo Store' }],
       storefront: { appUrl: s.app.url, webhooks: true, pixelKey: () => pixelKeyOf(s.shop.webPixel(DEFAULT_SHOP)?.settings) },
     });
@@ -44,7 +46,11 @@ describeWithChromium('the storefront pixel, through the app, to the email servic
   const clientIdOf = async (context: BrowserContext) => (await context.cookies(storefront.url)).find((c) => c.name === '_shopify_y')!.value;
   /** Waits until stage 2 has stored (anonymous) events of this client id. */
   const waiting = (clientId: string, n: number) =>
-    s.until(async () => ((await s.app.db.pixelEvent.count({ where: { shopId, clientId } })) >= n ? true : null), 15_000, `${n} waiting events of ${clientId}`);
+    s.until(
+      async () => ((await s.app.db.pixelEvent.count({ where: { shopId, clientId } })) >= n ? true : null),
+      15_000,
+      `${n} waiting events of ${clientId}`,
+    );
 
   async function viewProduct(page: Page, title: string): Promise<void> {
     await page.getByRole('link', { name: 'Demo Store' }).click();
@@ -82,16 +88,32 @@ describeWithChromium('the storefront pixel, through the app, to the email servic
       // the checkout's own webhook sends checkout_started too
       expect(sent.map((e) => e.event_name).sort()).toEqual(['added_to_cart', 'checkout_started', 'viewed_product', 'viewed_product']);
       expect(new Set(sent.map((e) => e.email))).toEqual(new Set([EMAIL]));
-      expect(sent.filter((e) => e.event_name === 'viewed_product').map((e) => e.event_attribute.product_title).sort()).toEqual(['Aurora Mug', 'Canvas Tote']);
+      expect(
+        sent
+          .filter((e) => e.event_name === 'viewed_product')
+          .map((e) => e.event_attribute.product_title)
+          .sort(),
+      ).toEqual(['Aurora Mug', 'Canvas Tote']);
       expect(sent.find((e) => e.event_name === 'added_to_cart')!.event_attribute).toMatchObject({
-        product_title: 'Canvas Tote', quantity: 1, price: 24, currency: 'USD', cart_total: 24, sku: 'TOTE-CNV',
-        product_url: `https://${DEFAULT_SHOP}/products/canvas-tote`, image_url: `${s.shop.url}/_sandbox/product-images/canvas-tote.svg`,
+        product_title: 'Canvas Tote',
+        quantity: 1,
+        price: 24,
+        currency: 'USD',
+        cart_total: 24,
+        sku: 'TOTE-CNV',
+        product_url: `https://${DEFAULT_SHOP}/products/canvas-tote`,
+        image_url: `${s.shop.url}/_sandbox/product-images/canvas-tote.svg`,
       });
       expect(await s.app.db.pixelVisitor.findUnique({ where: { shopId_clientId: { shopId, clientId } } })).toMatchObject({ email: EMAIL });
       expect(await s.app.db.pixelEvent.count({ where: { shopId, clientId } })).toBe(0);
       // the merchant sees them in the admin page's delivery log
       const log = await s.api('GET', '/api/deliveries?status=delivered');
-      expect(log.body.deliveries.map((d: { event_name: string }) => d.event_name).sort()).toEqual(['added_to_cart', 'checkout_started', 'viewed_product', 'viewed_product']);
+      expect(log.body.deliveries.map((d: { event_name: string }) => d.event_name).sort()).toEqual([
+        'added_to_cart',
+        'checkout_started',
+        'viewed_product',
+        'viewed_product',
+      ]);
       expect(errors).toEqual([]);
     } finally {
       await context.close();

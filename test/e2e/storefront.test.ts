@@ -38,10 +38,11 @@ async function startCapture(): Promise<{ url: string; requests: Captured[]; clos
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -79,7 +80,10 @@ describeWithChromium('sandbox storefront with the web pixel', () => {
     for (;;) {
       const found = capture.requests.find((r) => r.batch.events.some(match));
       if (found) return found.batch;
-      if (Date.now() > end) throw new Error(`no beacon with ${what} after ${timeoutMs} ms; got ${JSON.stringify(capture.requests.map((r) => r.batch.events.map((e) => e.name)))}`);
+      if (Date.now() > end)
+        throw new Error(
+          `no beacon with ${what} after ${timeoutMs} ms; got ${JSON.stringify(capture.requests.map((r) => r.batch.events.map((e) => e.name)))}`,
+        );
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -133,7 +137,10 @@ describeWithChromium('sandbox storefront with the web pixel', () => {
       expect(first.events.map((e) => e.name)).toEqual(['page_viewed', 'product_viewed']);
 
       await page.getByRole('link', { name: 'Demo Store' }).click();
-      await until(() => capture.requests.flatMap((r) => r.batch.events).filter((e) => e.url === `${shop.url}/`).length === 2, 'the second home page_viewed');
+      await until(
+        () => capture.requests.flatMap((r) => r.batch.events).filter((e) => e.url === `${shop.url}/`).length === 2,
+        'the second home page_viewed',
+      );
       await page.getByRole('link', { name: 'Canvas Tote' }).click();
       await page.getByRole('heading', { name: 'Canvas Tote' }).waitFor();
       await batchWith((e) => e.name === 'product_viewed' && productTitle(e) === 'Canvas Tote', 'product_viewed of Canvas Tote');
@@ -170,10 +177,20 @@ describeWithChromium('sandbox storefront with the web pixel', () => {
 
       // the right events, in order, none lost, none unsubscribed
       expect(events.map((e) => e.name).filter((n) => n !== 'page_viewed')).toEqual([
-        'product_viewed', 'product_viewed', 'product_added_to_cart', 'cart_viewed', 'checkout_started', 'checkout_contact_info_submitted',
+        'product_viewed',
+        'product_viewed',
+        'product_added_to_cart',
+        'cart_viewed',
+        'checkout_started',
+        'checkout_contact_info_submitted',
       ]);
       expect(events.filter((e) => e.name === 'page_viewed').map((e) => new URL(e.url!).pathname)).toEqual([
-        '/', '/products/aurora-mug', '/', '/products/canvas-tote', '/cart', '/checkout',
+        '/',
+        '/products/aurora-mug',
+        '/',
+        '/products/canvas-tote',
+        '/cart',
+        '/checkout',
       ]);
       expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
       for (const e of events) expect(new Date(e.timestamp).toISOString()).toBe(e.timestamp);

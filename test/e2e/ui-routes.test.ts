@@ -23,7 +23,8 @@ const productionConfig = (): Config =>
     SERVICE_BASE_URL: 'https://service.example.com',
     ENCRYPTION_KEY: SANDBOX_DEFAULTS.ENCRYPTION_KEY,
   });
-const sandboxConfig = () => testConfig('file:./unused.db', { SHOPIFY_API_KEY: 'dev-client-id', SHOPIFY_API_SECRET: 'dev-client-secret-0123456789' });
+const sandboxConfig = () =>
+  testConfig('file:./unused.db', { SHOPIFY_API_KEY: 'dev-client-id', SHOPIFY_API_SECRET: 'dev-client-secret-0123456789' });
 
 function appWith(deps: UiRoutesDeps) {
   const app = express();
@@ -73,7 +74,8 @@ describe('the admin page routes in production', () => {
     const placed = res.body.events.find((e: { name: string }) => e.name === 'order_placed');
     expect(placed).toEqual({ name: 'order_placed', topics: ['orders/create'], default_on: true });
     for (const e of res.body.events) {
-      for (const topic of e.topics) expect({ ...EVENT_TABLE, ...STOREFRONT_EVENT_TABLE }[topic as keyof typeof EVENT_TABLE]).toContain(e.name);
+      for (const topic of e.topics)
+        expect({ ...EVENT_TABLE, ...STOREFRONT_EVENT_TABLE }[topic as keyof typeof EVENT_TABLE]).toContain(e.name);
     }
   });
 
@@ -112,7 +114,11 @@ describe('the admin page routes in sandbox mode', () => {
     expect(res.body).toMatchObject({ shop: 'demo-store.myshopify.com', expires_in: 60 });
     const shopify = createShopify(config, createLogger('silent'));
     const payload = await shopify.session.decodeSessionToken(res.body.token);
-    expect(payload).toMatchObject({ aud: 'dev-client-id', dest: 'https://demo-store.myshopify.com', iss: 'https://demo-store.myshopify.com/admin' });
+    expect(payload).toMatchObject({
+      aud: 'dev-client-id',
+      dest: 'https://demo-store.myshopify.com',
+      iss: 'https://demo-store.myshopify.com/admin',
+    });
   });
 
   it('refuses a shop that is not a myshopify.com domain', async () => {
@@ -128,7 +134,10 @@ describe('the admin page routes in sandbox mode', () => {
     expect(res.text).toContain('<meta name="app-simulate" content="on">');
     expect(res.text).not.toContain(APP_BRIDGE_SRC);
     const catalog = (await request(app).get('/ui/catalog.json')).body;
-    expect(catalog.sandbox).toEqual({ simulate_topics: ['orders/create', 'customers/create'], links: [{ label: 'Emulator events', href: 'http://127.0.0.1:4010/_sandbox/events' }] });
+    expect(catalog.sandbox).toEqual({
+      simulate_topics: ['orders/create', 'customers/create'],
+      links: [{ label: 'Emulator events', href: 'http://127.0.0.1:4010/_sandbox/events' }],
+    });
   });
 
   it('simulates a webhook, answering only its status', async () => {
@@ -159,17 +168,33 @@ describe('the whole server started with a production config', () => {
   it('serves the App Bridge page and has no /_dev route, whatever the sandbox extras say', async () => {
     const database = await createTestDatabase();
     const config = loadConfig({
-      NODE_ENV: 'production', PORT: '0', DATABASE_URL: database.url, WORKER_ENABLED: 'false', LOG_LEVEL: 'error',
-      SHOPIFY_API_KEY: 'prod-client-id', SHOPIFY_API_SECRET: 'prod-client-secret-0123456789',
-      SHOPIFY_APP_URL: 'https://connector.example.com', SERVICE_BASE_URL: 'https://service.example.com', ENCRYPTION_KEY: SANDBOX_DEFAULTS.ENCRYPTION_KEY,
+      NODE_ENV: 'production',
+      PORT: '0',
+      DATABASE_URL: database.url,
+      WORKER_ENABLED: 'false',
+      LOG_LEVEL: 'error',
+      SHOPIFY_API_KEY: 'prod-client-id',
+      SHOPIFY_API_SECRET: 'prod-client-secret-0123456789',
+      SHOPIFY_APP_URL: 'https://connector.example.com',
+      SERVICE_BASE_URL: 'https://service.example.com',
+      ENCRYPTION_KEY: SANDBOX_DEFAULTS.ENCRYPTION_KEY,
     });
     const app = await startServer(config, {
-      logger: createLogger('silent'), host: '127.0.0.1',
+      logger: createLogger('silent'),
+      host: '127.0.0.1',
       ui: { mintDevSessionToken: () => 'never', simulate: async () => ({ status: 200 }) },
     });
     try {
       expect((await fetch(`${app.url}/_dev/session-token?shop=demo-store.myshopify.com`)).status).toBe(404);
-      expect((await fetch(`${app.url}/_dev/simulate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"topic":"orders/create"}' })).status).toBe(404);
+      expect(
+        (
+          await fetch(`${app.url}/_dev/simulate`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: '{"topic":"orders/create"}',
+          })
+        ).status,
+      ).toBe(404);
       const page = await (await fetch(`${app.url}/?shop=my-shop.myshopify.com`)).text();
       expect(page).toContain(APP_BRIDGE_SRC);
       expect(page).toContain('<meta name="app-auth" content="app-bridge">');

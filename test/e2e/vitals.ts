@@ -34,18 +34,40 @@ function recorder(): void {
   };
   const rec: Recorded = { shifts: [], lcp: [], events: [] };
   (window as unknown as { __vitals: Recorded }).__vitals = rec;
-  const rect = (r: DOMRectReadOnly): [number, number, number, number] => [Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height)];
+  const rect = (r: DOMRectReadOnly): [number, number, number, number] => [
+    Math.round(r.x),
+    Math.round(r.y),
+    Math.round(r.width),
+    Math.round(r.height),
+  ];
   new PerformanceObserver((list) => {
-    for (const e of list.getEntries() as unknown as Array<{ value: number; startTime: number; hadRecentInput: boolean; sources?: Array<{ node: Node | null; previousRect: DOMRectReadOnly; currentRect: DOMRectReadOnly }> }>) {
-      rec.shifts.push({ value: e.value, startTime: e.startTime, hadRecentInput: e.hadRecentInput, sources: (e.sources ?? []).map((s) => ({ node: describe(s.node), from: rect(s.previousRect), to: rect(s.currentRect) })) });
+    for (const e of list.getEntries() as unknown as Array<{
+      value: number;
+      startTime: number;
+      hadRecentInput: boolean;
+      sources?: Array<{ node: Node | null; previousRect: DOMRectReadOnly; currentRect: DOMRectReadOnly }>;
+    }>) {
+      rec.shifts.push({
+        value: e.value,
+        startTime: e.startTime,
+        hadRecentInput: e.hadRecentInput,
+        sources: (e.sources ?? []).map((s) => ({ node: describe(s.node), from: rect(s.previousRect), to: rect(s.currentRect) })),
+      });
     }
   }).observe({ type: 'layout-shift', buffered: true });
   new PerformanceObserver((list) => {
-    for (const e of list.getEntries() as unknown as Array<{ startTime: number; size: number; element: Element | null }>) rec.lcp.push({ startTime: e.startTime, size: e.size, element: describe(e.element) });
+    for (const e of list.getEntries() as unknown as Array<{ startTime: number; size: number; element: Element | null }>)
+      rec.lcp.push({ startTime: e.startTime, size: e.size, element: describe(e.element) });
   }).observe({ type: 'largest-contentful-paint', buffered: true });
   new PerformanceObserver((list) => {
-    for (const e of list.getEntries() as unknown as Array<{ name: string; duration: number; interactionId?: number; target: Node | null }>) {
-      if (e.interactionId) rec.events.push({ name: e.name, duration: e.duration, interactionId: e.interactionId, target: describe(e.target) });
+    for (const e of list.getEntries() as unknown as Array<{
+      name: string;
+      duration: number;
+      interactionId?: number;
+      target: Node | null;
+    }>) {
+      if (e.interactionId)
+        rec.events.push({ name: e.name, duration: e.duration, interactionId: e.interactionId, target: describe(e.target) });
     }
   }).observe({ type: 'event', durationThreshold: 16, buffered: true } as PerformanceObserverInit);
 }
@@ -83,7 +105,10 @@ export function lcp(entries: Recorded['lcp']): number | null {
 }
 
 /** INP over a handful of interactions: the worst interaction's longest entry (0 when every entry stayed under 16 ms). */
-export function inp(events: Recorded['events']): { inp: number; byInteraction: Map<number, { duration: number; name: string; target: string | null }> } {
+export function inp(events: Recorded['events']): {
+  inp: number;
+  byInteraction: Map<number, { duration: number; name: string; target: string | null }>;
+} {
   const byInteraction = new Map<number, { duration: number; name: string; target: string | null }>();
   for (const e of events) {
     const seen = byInteraction.get(e.interactionId);
@@ -96,7 +121,10 @@ export function inp(events: Recorded['events']): { inp: number; byInteraction: M
 export function describeShifts(shifts: ShiftEntry[]): string {
   return shifts
     .filter((s) => !s.hadRecentInput)
-    .map((s) => `${s.startTime.toFixed(0)} ms  ${s.value.toFixed(4)}  ${s.sources.map((x) => `${x.node} ${x.from.join(',')} -> ${x.to.join(',')}`).join(' | ')}`)
+    .map(
+      (s) =>
+        `${s.startTime.toFixed(0)} ms  ${s.value.toFixed(4)}  ${s.sources.map((x) => `${x.node} ${x.from.join(',')} -> ${x.to.join(',')}`).join(' | ')}`,
+    )
     .join('\n');
 }
 
@@ -112,8 +140,25 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   const source = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
   await page.evaluate(source);
   return page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (ctx: Document, opts: unknown) => Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[] }> }> }> } }).axe;
-    const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] }, resultTypes: ['violations'] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => JSON.stringify(n.target)) }));
+    const axe = (
+      window as unknown as {
+        axe: {
+          run: (
+            ctx: Document,
+            opts: unknown,
+          ) => Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[] }> }> }>;
+        };
+      }
+    ).axe;
+    const result = await axe.run(document, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] },
+      resultTypes: ['violations'],
+    });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n) => JSON.stringify(n.target)),
+    }));
   });
 }

@@ -41,7 +41,11 @@ describeWithChromium('the admin page meets Built for Shopify’s Web Vitals', ()
       await s.webhook('customers/create', sampleCustomer(7100 + i));
       await s.webhook('checkouts/create', sampleCheckout(7200 + i));
     }
-    await s.until(async () => (await s.app.db.outboxMessage.count({ where: { status: 'delivered' } })) >= 12, 60_000, 'the store events to be delivered');
+    await s.until(
+      async () => (await s.app.db.outboxMessage.count({ where: { status: 'delivered' } })) >= 12,
+      60_000,
+      'the store events to be delivered',
+    );
     const thisHour = Math.floor(Date.now() / HOUR_MS) * HOUR_MS;
     const usage = [
       { eventName: 'viewed_product', deliveryClass: 2, sends: 900, expired: 40 },
@@ -50,27 +54,44 @@ describeWithChromium('the admin page meets Built for Shopify’s Web Vitals', ()
       { eventName: 'checkout_started', deliveryClass: 1, sends: 90, expired: 0 },
     ];
     const rows = [];
-    for (let h = 0; h < 7 * 24; h += 6) for (const u of usage) rows.push({ shopId, hour: new Date(thisHour - h * HOUR_MS), ...u, sends: Math.round(u.sends / 28) });
+    for (let h = 0; h < 7 * 24; h += 6)
+      for (const u of usage) rows.push({ shopId, hour: new Date(thisHour - h * HOUR_MS), ...u, sends: Math.round(u.sends / 28) });
     await s.app.db.deliveryUsage.createMany({ data: rows });
   }, SLOW);
 
   afterAll(async () => {
     if (measured.length) {
       const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
-      process.stdout.write([
-        '',
-        line(['viewport', 'CLS (≤ 0.1)', 'LCP (≤ 2500 ms)', 'INP (≤ 200 ms)', 'worst interaction per action']),
-        line(['---', '---', '---', '---', '---']),
-        ...measured.map((m) => line([m.viewport, m.cls.toFixed(3), m.lcpMs === null ? 'none' : `${Math.round(m.lcpMs)} ms`, `${Math.round(m.inpMs)} ms`, m.interactions])),
-        '',
-        ...measured.filter((m) => m.shifts).map((m) => `layout shifts on load at ${m.viewport} (time, score, what moved):\n${m.shifts}\n`),
-      ].join('\n'));
+      process.stdout.write(
+        [
+          '',
+          line(['viewport', 'CLS (≤ 0.1)', 'LCP (≤ 2500 ms)', 'INP (≤ 200 ms)', 'worst interaction per action']),
+          line(['---', '---', '---', '---', '---']),
+          ...measured.map((m) =>
+            line([
+              m.viewport,
+              m.cls.toFixed(3),
+              m.lcpMs === null ? 'none' : `${Math.round(m.lcpMs)} ms`,
+              `${Math.round(m.inpMs)} ms`,
+              m.interactions,
+            ]),
+          ),
+          '',
+          ...measured
+            .filter((m) => m.shifts)
+            .map((m) => `layout shifts on load at ${m.viewport} (time, score, what moved):\n${m.shifts}\n`),
+        ].join('\n'),
+      );
     }
     await e?.close();
   });
 
   async function openAt(viewport: (typeof VIEWPORTS)[number]): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await e.browser.newContext({ viewport: { width: viewport.width, height: viewport.height }, locale: 'en-US', timezoneId: 'UTC' });
+    const context = await e.browser.newContext({
+      viewport: { width: viewport.width, height: viewport.height },
+      locale: 'en-US',
+      timezoneId: 'UTC',
+    });
     await context.route('https://cdn.shopify.com/**', (route) => route.abort('internetdisconnected'));
     await recordVitals(context);
     const page = await context.newPage();
@@ -81,110 +102,166 @@ describeWithChromium('the admin page meets Built for Shopify’s Web Vitals', ()
   /** Every card's first load in, and a quiet second after it (a shift then would still count). */
   async function loaded(page: Page): Promise<void> {
     await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
-    await page.waitForFunction(() => document.querySelectorAll('main [aria-busy="true"], main .loading').length === 0, undefined, { timeout: 30_000 });
+    await page.waitForFunction(() => document.querySelectorAll('main [aria-busy="true"], main .loading').length === 0, undefined, {
+      timeout: 30_000,
+    });
     await page.waitForTimeout(1_500);
   }
 
   for (const viewport of VIEWPORTS) {
-    it(`loads without shifting at ${viewport.width}×${viewport.height}, and answers its main actions within 200 ms`, async () => {
-      const { context, page } = await openAt(viewport);
-      try {
-        await page.goto(`${e.stack.app.url}/`, { waitUntil: 'domcontentloaded' });
-        await loaded(page);
-        const load = await recorded(page);
-        const loadCls = cls(load.shifts);
-        const loadLcp = lcp(load.lcp);
+    it(
+      `loads without shifting at ${viewport.width}×${viewport.height}, and answers its main actions within 200 ms`,
+      async () => {
+        const { context, page } = await openAt(viewport);
+        try {
+          await page.goto(`${e.stack.app.url}/`, { waitUntil: 'domcontentloaded' });
+          await loaded(page);
+          const load = await recorded(page);
+          const loadCls = cls(load.shifts);
+          const loadLcp = lcp(load.lcp);
 
-        // the main actions, as a merchant does them: an event switch (and back), the delivery
-        // log's status filter, and Send test event
-        const toggle = page.locator('#event-product_ordered');
-        await toggle.scrollIntoViewIfNeeded();
-        await toggle.click();
-        await waitForText(page.locator('#event-product_ordered-state'), /^Saved$/);
-        await toggle.click();
-        await waitForText(page.locator('#event-product_ordered-state'), /^Saved$/);
-        const filter = page.locator('#delivery-status');
-        await filter.scrollIntoViewIfNeeded();
-        await filter.click();
-        await page.keyboard.press('Escape');
-        const send = page.locator('#send-test-event');
-        await send.scrollIntoViewIfNeeded();
-        await send.click();
-        await waitForText(page.locator('#test-event-result'), /Test event #\d+ (queued|delivered|delivering)|Delivering/);
-        await page.waitForTimeout(500);
-        const after = await recorded(page);
-        const interactions = inp(after.events);
-        const worst = [...interactions.byInteraction.values()].map((x) => `${x.name} on ${x.target}: ${Math.round(x.duration)} ms`).join('; ') || 'every entry under 16 ms';
-        measured.push({ viewport: `${viewport.width}×${viewport.height}`, cls: loadCls, lcpMs: loadLcp, inpMs: interactions.inp, interactions: worst, shifts: describeShifts(load.shifts) });
+          // the main actions, as a merchant does them: an event switch (and back), the delivery
+          // log's status filter, and Send test event
+          const toggle = page.locator('#event-product_ordered');
+          await toggle.scrollIntoViewIfNeeded();
+          await toggle.click();
+          await waitForText(page.locator('#event-product_ordered-state'), /^Saved$/);
+          await toggle.click();
+          await waitForText(page.locator('#event-product_ordered-state'), /^Saved$/);
+          const filter = page.locator('#delivery-status');
+          await filter.scrollIntoViewIfNeeded();
+          await filter.click();
+          await page.keyboard.press('Escape');
+          const send = page.locator('#send-test-event');
+          await send.scrollIntoViewIfNeeded();
+          await send.click();
+          await waitForText(page.locator('#test-event-result'), /Test event #\d+ (queued|delivered|delivering)|Delivering/);
+          await page.waitForTimeout(500);
+          const after = await recorded(page);
+          const interactions = inp(after.events);
+          const worst =
+            [...interactions.byInteraction.values()].map((x) => `${x.name} on ${x.target}: ${Math.round(x.duration)} ms`).join('; ') ||
+            'every entry under 16 ms';
+          measured.push({
+            viewport: `${viewport.width}×${viewport.height}`,
+            cls: loadCls,
+            lcpMs: loadLcp,
+            inpMs: interactions.inp,
+            interactions: worst,
+            shifts: describeShifts(load.shifts),
+          });
 
-        expect({ cls: loadCls, shifts: loadCls > THRESHOLDS.clsMax ? describeShifts(load.shifts) : '' }).toEqual({ cls: expect.any(Number), shifts: '' });
-        expect(loadCls).toBeLessThanOrEqual(THRESHOLDS.clsMax);
-        expect(loadLcp).not.toBeNull();
-        expect(loadLcp!).toBeLessThanOrEqual(THRESHOLDS.lcpMaxMs);
-        expect(interactions.inp).toBeLessThanOrEqual(THRESHOLDS.inpMaxMs);
-      } finally {
-        await context.close();
-      }
-    }, SLOW);
+          expect({ cls: loadCls, shifts: loadCls > THRESHOLDS.clsMax ? describeShifts(load.shifts) : '' }).toEqual({
+            cls: expect.any(Number),
+            shifts: '',
+          });
+          expect(loadCls).toBeLessThanOrEqual(THRESHOLDS.clsMax);
+          expect(loadLcp).not.toBeNull();
+          expect(loadLcp!).toBeLessThanOrEqual(THRESHOLDS.lcpMaxMs);
+          expect(interactions.inp).toBeLessThanOrEqual(THRESHOLDS.inpMaxMs);
+        } finally {
+          await context.close();
+        }
+      },
+      SLOW,
+    );
   }
 
-  it('shows the delivery budget: the limit, each class, the banner, and each event’s 7-day volume and share', async () => {
-    const page = e.page;
-    await openAdminPage(e);
-    const api = (await e.stack.api('GET', '/api/budget')).body;
-    const card = page.locator('#budget-card');
-    await waitForText(card.locator('#budget-limit .stat__value'), new RegExp(`^${api.limit_per_sec} a second$`));
-    expect(await card.locator('#budget-limit .stat__note').textContent()).toBe(`${(api.limit_per_sec * 3600).toLocaleString('en-US')} requests an hour`);
-    expect(await card.locator('#budget-shops .stat__value').textContent()).toBe('1 shop');
-    // one row a class, highest priority first, with the answer's numbers
-    expect(await card.locator('#budget-classes tbody tr').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.class))).toEqual(['critical', 'triggers', 'behaviour', 'history']);
-    const behaviour = api.classes.find((c: { class: string }) => c.class === 'behaviour');
-    const cells = await card.locator('#budget-classes tr[data-class="behaviour"] td').allTextContents();
-    expect(cells).toEqual([behaviour.sent_1h.toLocaleString('en-US'), '0', '—', '—', behaviour.expired_24h.toLocaleString('en-US'), '10%']);
-    expect(behaviour.expired_24h).toBeGreaterThan(0);
-    // storefront events expired: the banner says why and what helps, naming the noisiest events
-    const banner = card.locator('#budget-status .banner');
-    await waitForText(banner, /storefront events expired unsent in the last 24 hours/);
-    expect(await banner.textContent()).toMatch(/switch off the events no workflow of yours uses.*Viewed product, \d+%.*higher limit/);
-    expect(await card.locator('[data-warning="behaviour_expiring"]').count()).toBe(1);
-    expect(await card.locator('[data-warning="critical_waiting"]').count()).toBe(0);
+  it(
+    'shows the delivery budget: the limit, each class, the banner, and each event’s 7-day volume and share',
+    async () => {
+      const page = e.page;
+      await openAdminPage(e);
+      const api = (await e.stack.api('GET', '/api/budget')).body;
+      const card = page.locator('#budget-card');
+      await waitForText(card.locator('#budget-limit .stat__value'), new RegExp(`^${api.limit_per_sec} a second$`));
+      expect(await card.locator('#budget-limit .stat__note').textContent()).toBe(
+        `${(api.limit_per_sec * 3600).toLocaleString('en-US')} requests an hour`,
+      );
+      expect(await card.locator('#budget-shops .stat__value').textContent()).toBe('1 shop');
+      // one row a class, highest priority first, with the answer's numbers
+      expect(
+        await card.locator('#budget-classes tbody tr').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.class)),
+      ).toEqual(['critical', 'triggers', 'behaviour', 'history']);
+      const behaviour = api.classes.find((c: { class: string }) => c.class === 'behaviour');
+      const cells = await card.locator('#budget-classes tr[data-class="behaviour"] td').allTextContents();
+      expect(cells).toEqual([
+        behaviour.sent_1h.toLocaleString('en-US'),
+        '0',
+        '—',
+        '—',
+        behaviour.expired_24h.toLocaleString('en-US'),
+        '10%',
+      ]);
+      expect(behaviour.expired_24h).toBeGreaterThan(0);
+      // storefront events expired: the banner says why and what helps, naming the noisiest events
+      const banner = card.locator('#budget-status .banner');
+      await waitForText(banner, /storefront events expired unsent in the last 24 hours/);
+      expect(await banner.textContent()).toMatch(/switch off the events no workflow of yours uses.*Viewed product, \d+%.*higher limit/);
+      expect(await card.locator('[data-warning="behaviour_expiring"]').count()).toBe(1);
+      expect(await card.locator('[data-warning="critical_waiting"]').count()).toBe(0);
 
-    // the events card: each event's sends over 7 days and its share of the budget
-    const viewed = api.events_7d.find((x: { event_name: string }) => x.event_name === 'viewed_product');
-    const line = page.locator('#events-card .volume[data-event="viewed_product"]');
-    await waitForText(line, new RegExp(`^7 days: ${viewed.sends.toLocaleString('en-US')} sent · ${Math.round(viewed.share * 100)}% of the delivery budget · ${viewed.expired.toLocaleString('en-US')} expired$`));
-    expect(await page.locator('#events-card .volume[data-event=""]').first().textContent()).toBe('7 days: none sent');
-    await card.screenshot({ path: path.join(SCREENSHOT_DIR, 'budget-card.png'), animations: 'disabled' });
+      // the events card: each event's sends over 7 days and its share of the budget
+      const viewed = api.events_7d.find((x: { event_name: string }) => x.event_name === 'viewed_product');
+      const line = page.locator('#events-card .volume[data-event="viewed_product"]');
+      await waitForText(
+        line,
+        new RegExp(
+          `^7 days: ${viewed.sends.toLocaleString('en-US')} sent · ${Math.round(viewed.share * 100)}% of the delivery budget · ${viewed.expired.toLocaleString('en-US')} expired$`,
+        ),
+      );
+      expect(await page.locator('#events-card .volume[data-event=""]').first().textContent()).toBe('7 days: none sent');
+      await card.screenshot({ path: path.join(SCREENSHOT_DIR, 'budget-card.png'), animations: 'disabled' });
 
-    // critical work waiting three minutes (the worker stopped): a second banner, at the next refresh
-    await e.stack.app.worker.stop();
-    try {
-      const shop = await e.stack.app.db.shop.findUniqueOrThrow({ where: { domain: DEFAULT_SHOP } });
-      const due = new Date(Date.now() - 180_000);
-      await e.stack.app.db.outboxMessage.create({ data: { shopId: shop.id, sourceId: 'budget-e2e:waiting', topic: 'orders/create', eventName: 'order_placed', deliveryClass: 0, body: '{}', status: 'queued', runAt: due, dueAt: due } });
-      await page.click('#refresh-activity');
-      await waitForText(card.locator('[data-warning="critical_waiting"]'), /^Critical events .* have waited 3 min to be sent: 1 is due/);
-      expect(await card.locator('#budget-classes tr[data-class="critical"] td').nth(1).textContent()).toBe('1');
-      expect(await card.locator('#budget-classes tr[data-class="critical"] td').nth(2).textContent()).toBe('3 min');
-      await card.screenshot({ path: path.join(SCREENSHOT_DIR, 'budget-card-critical-waiting.png'), animations: 'disabled' });
-    } finally {
-      e.stack.app.worker.start();
-    }
-  }, SLOW);
+      // critical work waiting three minutes (the worker stopped): a second banner, at the next refresh
+      await e.stack.app.worker.stop();
+      try {
+        const shop = await e.stack.app.db.shop.findUniqueOrThrow({ where: { domain: DEFAULT_SHOP } });
+        const due = new Date(Date.now() - 180_000);
+        await e.stack.app.db.outboxMessage.create({
+          data: {
+            shopId: shop.id,
+            sourceId: 'budget-e2e:waiting',
+            topic: 'orders/create',
+            eventName: 'order_placed',
+            deliveryClass: 0,
+            body: '{}',
+            status: 'queued',
+            runAt: due,
+            dueAt: due,
+          },
+        });
+        await page.click('#refresh-activity');
+        await waitForText(card.locator('[data-warning="critical_waiting"]'), /^Critical events .* have waited 3 min to be sent: 1 is due/);
+        expect(await card.locator('#budget-classes tr[data-class="critical"] td').nth(1).textContent()).toBe('1');
+        expect(await card.locator('#budget-classes tr[data-class="critical"] td').nth(2).textContent()).toBe('3 min');
+        await card.screenshot({ path: path.join(SCREENSHOT_DIR, 'budget-card-critical-waiting.png'), animations: 'disabled' });
+      } finally {
+        e.stack.app.worker.start();
+      }
+    },
+    SLOW,
+  );
 
-  it('has no WCAG 2 A/AA violation (axe-core) with every card loaded, the budget and its banner too, at both sizes', async () => {
-    await e.page.reload();
-    await e.page.waitForSelector('body[data-ready="true"]');
-    await e.page.waitForFunction(() => document.querySelectorAll('main [aria-busy="true"], main .loading').length === 0, undefined, { timeout: 30_000 });
-    await e.page.locator('#budget-card [data-warning]').first().waitFor();
-    expect(await axeViolations(e.page)).toEqual([]);
-    // and on a phone, where the tables scroll sideways
-    await e.page.setViewportSize({ width: 390, height: 844 });
-    try {
+  it(
+    'has no WCAG 2 A/AA violation (axe-core) with every card loaded, the budget and its banner too, at both sizes',
+    async () => {
+      await e.page.reload();
+      await e.page.waitForSelector('body[data-ready="true"]');
+      await e.page.waitForFunction(() => document.querySelectorAll('main [aria-busy="true"], main .loading').length === 0, undefined, {
+        timeout: 30_000,
+      });
+      await e.page.locator('#budget-card [data-warning]').first().waitFor();
       expect(await axeViolations(e.page)).toEqual([]);
-    } finally {
-      await e.page.setViewportSize({ width: 1280, height: 900 });
-    }
-    expect(e.pageErrors).toEqual([]);
-  }, SLOW);
+      // and on a phone, where the tables scroll sideways
+      await e.page.setViewportSize({ width: 390, height: 844 });
+      try {
+        expect(await axeViolations(e.page)).toEqual([]);
+      } finally {
+        await e.page.setViewportSize({ width: 1280, height: 900 });
+      }
+      expect(e.pageErrors).toEqual([]);
+    },
+    SLOW,
+  );
 });

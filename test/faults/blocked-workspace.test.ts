@@ -4,7 +4,19 @@
 import { sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
-import { account, arrivals, driveUntilDelivered, formatCounts, report, sendAll, sleep, statusCounts, testClock, waitForAll, type Delivery } from './support';
+import {
+  account,
+  arrivals,
+  driveUntilDelivered,
+  formatCounts,
+  report,
+  sendAll,
+  sleep,
+  statusCounts,
+  testClock,
+  waitForAll,
+  type Delivery,
+} from './support';
 
 const BLOCK_MS = 4_000;
 
@@ -19,7 +31,12 @@ describe(`403 blocks (${testProvider})`, () => {
     const b = await s.connectShop('other-store.myshopify.com', { rateLimit: 20 });
     const order = (domain: string, id: string, n: number, email?: string): Delivery => ({
       webhookId: id,
-      send: () => s.webhook('orders/create', { ...sampleOrder(n), ...(email ? { email, contact_email: email, customer: null } : {}) }, { webhookId: id, domain }),
+      send: () =>
+        s.webhook(
+          'orders/create',
+          { ...sampleOrder(n), ...(email ? { email, contact_email: email, customer: null } : {}) },
+          { webhookId: id, domain },
+        ),
     });
 
     // ten orders the service refuses (400, permanent) get shop A's workspace blocked. The app never
@@ -32,7 +49,13 @@ describe(`403 blocks (${testProvider})`, () => {
     const blockedAt = Date.now();
     const aIds = Array.from({ length: 40 }, (_, n) => `wh-403-a-${n}`);
     const bIds = Array.from({ length: 40 }, (_, n) => `wh-403-b-${n}`);
-    await sendAll([...aIds.map((id, n) => order('blocked-store.myshopify.com', id, 100 + n)), ...bIds.map((id, n) => order('other-store.myshopify.com', id, 200 + n))], { concurrency: 8 });
+    await sendAll(
+      [
+        ...aIds.map((id, n) => order('blocked-store.myshopify.com', id, 100 + n)),
+        ...bIds.map((id, n) => order('other-store.myshopify.com', id, 200 + n)),
+      ],
+      { concurrency: 8 },
+    );
 
     // B is not held back by A's block
     const bAcc = await waitForAll(s, bIds, 20_000, (e) => e.workspaceId === b.workspaceId);
@@ -49,7 +72,10 @@ describe(`403 blocks (${testProvider})`, () => {
     const injectedAt = Date.now();
     s.emulator.injectFault({ mode: 'status403', forMs: 3_000, path: '/webhook/send' });
     const late = Array.from({ length: 20 }, (_, n) => `wh-403-late-${n}`);
-    await sendAll(late.map((id, n) => order(n % 2 ? 'blocked-store.myshopify.com' : 'other-store.myshopify.com', id, 300 + n)), { concurrency: 4 });
+    await sendAll(
+      late.map((id, n) => order(n % 2 ? 'blocked-store.myshopify.com' : 'other-store.myshopify.com', id, 300 + n)),
+      { concurrency: 4 },
+    );
     await sleep(Math.max(0, injectedAt + 3_000 - Date.now()));
 
     const expected = [...aIds, ...bIds, ...late];
@@ -63,11 +89,11 @@ describe(`403 blocks (${testProvider})`, () => {
       'bad requests that got workspace A blocked (400, dead by contract)': bad.length,
       'A paused until (app clock)': pause?.pausedUntil?.toISOString() ?? 'not paused',
       'A sends while paused, after the first 403': duringPause,
-      'B: 40 events delivered during A\'s block, after (s)': (bDoneMs / 1000).toFixed(1),
+      "B: 40 events delivered during A's block, after (s)": (bDoneMs / 1000).toFixed(1),
       '403s answered (block + injected)': requests.filter((r) => r.status === 403).length,
       'pause skipped with the clock (s)': Math.round(acc.skippedMs / 1000),
       'events expected / arrived': `${final.expected} / ${final.arrived}`,
-      'missing': final.missing.length,
+      missing: final.missing.length,
       'duplicates (bound 0: a 403 is never processed)': final.duplicates,
       'A message states': formatCounts(aStates),
       'B message states': formatCounts(await statusCounts(s, b.shopId)),

@@ -36,7 +36,22 @@ async function deepMedian(measure: () => Promise<number>, bound: number): Promis
  */
 async function cloneQueued(s: Stack, count: number): Promise<void> {
   const template = await s.app.db.outboxMessage.findFirstOrThrow({ orderBy: { id: 'asc' }, select: { id: true } });
-  const cols = ['shopId', 'kind', 'topic', 'eventName', 'deliveryClass', 'customerId', 'checkoutToken', 'orderId', 'body', 'status', 'runAt', 'dueAt', 'createdAt', 'updatedAt'];
+  const cols = [
+    'shopId',
+    'kind',
+    'topic',
+    'eventName',
+    'deliveryClass',
+    'customerId',
+    'checkoutToken',
+    'orderId',
+    'body',
+    'status',
+    'runAt',
+    'dueAt',
+    'createdAt',
+    'updatedAt',
+  ];
   const list = cols.map((c) => `"${c}"`).join(', ');
   await s.app.db.$executeRawUnsafe(`
     INSERT INTO "OutboxMessage" ("sourceId", "email", ${list})
@@ -60,7 +75,12 @@ describe(`a deep backlog (${testProvider})`, () => {
     const times: number[] = [];
     for (let i = 0; i < SAMPLES; i++) {
       const t = performance.now();
-      const res = await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: shop.domain, payload: sampleOrder(500_000 + n), webhookId: `deep-${n++}` });
+      const res = await s.shop.sendWebhook(s.app.url, {
+        topic: 'orders/create',
+        shopDomain: shop.domain,
+        payload: sampleOrder(500_000 + n),
+        webhookId: `deep-${n++}`,
+      });
       expect(await s.app.processor.drainAll()).toBe(1);
       times.push(performance.now() - t);
       expect(res.status).toBe(200);
@@ -77,7 +97,10 @@ describe(`a deep backlog (${testProvider})`, () => {
       const batch = await repo.claim(shop.id, 'deep-test', [3, 0, 0, 0], new Date(), 30_000);
       times.push(performance.now() - t);
       expect(batch).toHaveLength(3);
-      await repo.release(batch.map((m) => m.id), 'deep-test');
+      await repo.release(
+        batch.map((m) => m.id),
+        'deep-test',
+      );
     }
     return median(times);
   }
@@ -87,7 +110,11 @@ describe(`a deep backlog (${testProvider})`, () => {
     s = await startStack({ env: { ROLE: 'web' } });
     const ws = await s.connectShop();
     shop = { id: ws.shopId, domain: 'demo-store.myshopify.com' };
-    await queueOrders(s.app.db, shop, Array.from({ length: 100 }, (_, i) => `shallow-${i}`));
+    await queueOrders(
+      s.app.db,
+      shop,
+      Array.from({ length: 100 }, (_, i) => `shallow-${i}`),
+    );
     shallow.intake = await intakeMs();
     shallow.claim = await claimMs();
     await cloneQueued(s, DEPTH);
@@ -99,7 +126,11 @@ describe(`a deep backlog (${testProvider})`, () => {
   // of the shop's queued messages inside the write transaction (now in stage 2, src/processing/forward/forward-store.ts).
   it('keeps the intake about as fast behind 100,000 queued messages', async () => {
     const { best: deep, tries } = await deepMedian(intakeMs, shallow.intake * MAX_RATIO);
-    report('deep backlog: intake', { 'median POST /webhooks, 100 queued (ms)': shallow.intake.toFixed(1), [`median POST /webhooks, ${DEPTH} queued (ms)`]: tries.map((t) => t.toFixed(1)).join(', '), ratio: (deep / shallow.intake).toFixed(1) });
+    report('deep backlog: intake', {
+      'median POST /webhooks, 100 queued (ms)': shallow.intake.toFixed(1),
+      [`median POST /webhooks, ${DEPTH} queued (ms)`]: tries.map((t) => t.toFixed(1)).join(', '),
+      ratio: (deep / shallow.intake).toFixed(1),
+    });
     expect(deep / shallow.intake).toBeLessThan(MAX_RATIO);
   }, 120_000);
 
@@ -108,7 +139,11 @@ describe(`a deep backlog (${testProvider})`, () => {
   it('keeps the claim about as fast behind 100,000 queued messages', async () => {
     const floor = Math.max(shallow.claim, 0.5);
     const { best: deep, tries } = await deepMedian(claimMs, floor * MAX_RATIO);
-    report('deep backlog: claim', { 'median claim, 100 queued (ms)': shallow.claim.toFixed(2), [`median claim, ${DEPTH} queued (ms)`]: tries.map((t) => t.toFixed(2)).join(', '), ratio: (deep / shallow.claim).toFixed(1) });
+    report('deep backlog: claim', {
+      'median claim, 100 queued (ms)': shallow.claim.toFixed(2),
+      [`median claim, ${DEPTH} queued (ms)`]: tries.map((t) => t.toFixed(2)).join(', '),
+      ratio: (deep / shallow.claim).toFixed(1),
+    });
     expect(deep / floor).toBeLessThan(MAX_RATIO);
   }, 60_000);
 });

@@ -27,7 +27,7 @@ describe(`20% duplicate webhooks (${testProvider})`, () => {
       list.push(delivery(n));
       if (n % 5 === 0 && n % 10 === 0) list.push(delivery(n));
     }
-    for (let n = 5; n < UNIQUE; n += 10) list.splice(Math.floor(list.length * ((n * 7919) % 1000) / 1000), 0, delivery(n));
+    for (let n = 5; n < UNIQUE; n += 10) list.splice(Math.floor((list.length * ((n * 7919) % 1000)) / 1000), 0, delivery(n));
     expect(list.length).toBe(UNIQUE + REPEATED);
 
     const sent = await sendAll(list, { concurrency: 16 });
@@ -45,7 +45,7 @@ describe(`20% duplicate webhooks (${testProvider})`, () => {
       'receipts stored': receipts,
       'outbox messages': messages,
       'events arrived (distinct)': final.arrived,
-      'missing': final.missing.length,
+      missing: final.missing.length,
       'duplicate events (bound 0)': final.duplicates,
       'message states': formatCounts(await statusCounts(s, ws.shopId)),
     });

@@ -10,7 +10,19 @@ import { DEFAULT_SHOP, API_SECRET, startStack, type Stack } from '../helpers/sta
 import { report } from './support';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
-const TOPICS = ['orders/create', 'orders/paid', 'orders/fulfilled', 'orders/cancelled', 'refunds/create', 'checkouts/create', 'checkouts/update', 'customers/create', 'customers/update', 'customers/data_request', 'customers/redact'];
+const TOPICS = [
+  'orders/create',
+  'orders/paid',
+  'orders/fulfilled',
+  'orders/cancelled',
+  'refunds/create',
+  'checkouts/create',
+  'checkouts/update',
+  'customers/create',
+  'customers/update',
+  'customers/data_request',
+  'customers/redact',
+];
 
 /** Everything a refused request must leave alone: row counts, and the small tables in full. */
 async function fingerprint(s: Stack): Promise<Record<string, string>> {
@@ -18,7 +30,10 @@ async function fingerprint(s: Stack): Promise<Record<string, string>> {
   const parts = {
     WebhookReceipt: db.webhookReceipt.count(),
     OutboxMessage: db.outboxMessage.count(),
-    'OutboxMessage (last change)': db.outboxMessage.findFirst({ orderBy: { updatedAt: 'desc' }, select: { id: true, updatedAt: true, status: true } }),
+    'OutboxMessage (last change)': db.outboxMessage.findFirst({
+      orderBy: { updatedAt: 'desc' },
+      select: { id: true, updatedAt: true, status: true },
+    }),
     DeliveryAttempt: db.deliveryAttempt.count(),
     CustomerDigest: db.customerDigest.count(),
     DataExport: db.dataExport.count(),
@@ -29,15 +44,25 @@ async function fingerprint(s: Stack): Promise<Record<string, string>> {
     Shop: db.shop.findMany({ orderBy: { id: 'asc' } }),
   };
   const values = await Promise.all(Object.values(parts));
-  return Object.fromEntries(Object.keys(parts).map((k, i) => [k, JSON.stringify(values[i], (_k, v) => (typeof v === 'bigint' ? v.toString() : v))]));
+  return Object.fromEntries(
+    Object.keys(parts).map((k, i) => [k, JSON.stringify(values[i], (_k, v) => (typeof v === 'bigint' ? v.toString() : v))]),
+  );
 }
 
 /** The tables whose fingerprint changed. */
 const changed = (a: Record<string, string>, b: Record<string, string>) => Object.keys(a).filter((k) => a[k] !== b[k]);
 
-
 /** Strings that are hard on storage and display: control, right-to-left and astral characters, SQL. */
-const nasty = fc.constantFrom('\u202e', '\u0007\u001b', '\uffff', '\ufeff', '😀'.repeat(3), "'; DROP TABLE \"OutboxMessage\"; --", '%s%n', '../../etc/passwd');
+const nasty = fc.constantFrom(
+  '\u202e',
+  '\u0007\u001b',
+  '\uffff',
+  '\ufeff',
+  '😀'.repeat(3),
+  '\'; DROP TABLE "OutboxMessage"; --',
+  '%s%n',
+  '../../etc/passwd',
+);
 const text = fc.oneof(
   { weight: 4, arbitrary: fc.string({ maxLength: 40 }) },
   { weight: 2, arbitrary: nasty },
@@ -54,19 +79,33 @@ const value: fc.Arbitrary<unknown> = fc.oneof(
 );
 
 /** A real payload of the topic's kind with some fields replaced by values of the wrong type. */
-const mangled = fc.tuple(fc.constantFrom('order', 'customer', 'checkout'), fc.nat(1000), fc.array(fc.tuple(fc.string({ maxLength: 3 }), value), { maxLength: 5 })).map(([kind, n, changes]) => {
-  const base: Record<string, unknown> = kind === 'order' ? sampleOrder(n) : kind === 'customer' ? sampleCustomer(n) : sampleCheckout(n);
-  const keys = Object.keys(base);
-  for (const [k, v] of changes) base[keys[k.length ? k.charCodeAt(0) % keys.length : 0]!] = v;
-  return Buffer.from(JSON.stringify(base), 'utf8');
-});
+const mangled = fc
+  .tuple(
+    fc.constantFrom('order', 'customer', 'checkout'),
+    fc.nat(1000),
+    fc.array(fc.tuple(fc.string({ maxLength: 3 }), value), { maxLength: 5 }),
+  )
+  .map(([kind, n, changes]) => {
+    const base: Record<string, unknown> = kind === 'order' ? sampleOrder(n) : kind === 'customer' ? sampleCustomer(n) : sampleCheckout(n);
+    const keys = Object.keys(base);
+    for (const [k, v] of changes) base[keys[k.length ? k.charCodeAt(0) % keys.length : 0]!] = v;
+    return Buffer.from(JSON.stringify(base), 'utf8');
+  });
 const truncated = fc.tuple(fc.nat(1000), fc.double({ min: 0, max: 1, noNaN: true })).map(([n, f]) => {
   const json = JSON.stringify(sampleOrder(n));
   return Buffer.from(json.slice(0, Math.floor(json.length * f)), 'utf8');
 });
-const badUtf8 = fc.tuple(fc.uint8Array({ minLength: 1, maxLength: 64 }), fc.boolean()).map(([bytes, inJson]) =>
-  inJson ? Buffer.concat([Buffer.from('{"id":1,"email":"'), Buffer.from([0xc3, 0x28, 0xff, ...bytes]), Buffer.from('@example.com","token":"t"}')]) : Buffer.from([0xfe, ...bytes]),
-);
+const badUtf8 = fc
+  .tuple(fc.uint8Array({ minLength: 1, maxLength: 64 }), fc.boolean())
+  .map(([bytes, inJson]) =>
+    inJson
+      ? Buffer.concat([
+          Buffer.from('{"id":1,"email":"'),
+          Buffer.from([0xc3, 0x28, 0xff, ...bytes]),
+          Buffer.from('@example.com","token":"t"}'),
+        ])
+      : Buffer.from([0xfe, ...bytes]),
+  );
 const body: fc.Arbitrary<Buffer> = fc.oneof(
   { weight: 3, arbitrary: mangled },
   { weight: 2, arbitrary: value.map((v) => Buffer.from(JSON.stringify(v) ?? 'null', 'utf8')) },
@@ -87,7 +126,16 @@ const webhookCase = fc.record({
   body,
 });
 
-const API_ROUTES = ['PUT /api/settings', 'PUT /api/connection', 'POST /api/test-event', 'POST /api/deliveries/1/retry', 'GET /api/deliveries', 'GET /api/deliveries/x', 'POST /api/backfill', 'GET /api/data-requests/0'] as const;
+const API_ROUTES = [
+  'PUT /api/settings',
+  'PUT /api/connection',
+  'POST /api/test-event',
+  'POST /api/deliveries/1/retry',
+  'GET /api/deliveries',
+  'GET /api/deliveries/x',
+  'POST /api/backfill',
+  'GET /api/data-requests/0',
+] as const;
 /** Bodies shaped like what the routes take, with values of any type: the zod schemas' side of "wrong types". */
 const flag = fc.oneof(fc.boolean(), value);
 const shaped = fc
@@ -95,7 +143,10 @@ const shaped = fc
     {
       api_key: fc.oneof(value, fc.stringMatching(/^[\x21-\x7e]{8,40}$/)),
       email: fc.oneof(value, fc.emailAddress()),
-      events: fc.oneof(value, fc.dictionary(fc.constantFrom('order_placed', 'checkout_abandoned', 'connector_test', 'nope'), flag, { maxKeys: 3 })),
+      events: fc.oneof(
+        value,
+        fc.dictionary(fc.constantFrom('order_placed', 'checkout_abandoned', 'connector_test', 'nope'), flag, { maxKeys: 3 }),
+      ),
       contact_properties: fc.oneof(value, fc.dictionary(fc.constantFrom('first_name', 'tags', 'password'), flag, { maxKeys: 2 })),
       abandonment_delay_minutes: fc.oneof(value, fc.integer({ min: -10, max: 20_000 })),
       import_event_names: fc.oneof(value, fc.record({ customer_imported: text, order_imported: text }, { requiredKeys: [] })),
@@ -107,8 +158,20 @@ const shaped = fc
   .map((o) => Buffer.from(JSON.stringify(o), 'utf8'));
 const apiCase = fc.record({
   route: fc.constantFrom(...API_ROUTES),
-  query: fc.dictionary(fc.constantFrom('status', 'limit', 'cursor', 'x'), fc.oneof(fc.string({ maxLength: 12 }), fc.integer().map(String), fc.constantFrom('queued', 'dead', '100', '101', '0', '-1')), { maxKeys: 3 }),
-  contentType: fc.constantFrom('application/json', 'application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/json; charset=latin1', undefined),
+  query: fc.dictionary(
+    fc.constantFrom('status', 'limit', 'cursor', 'x'),
+    fc.oneof(fc.string({ maxLength: 12 }), fc.integer().map(String), fc.constantFrom('queued', 'dead', '100', '101', '0', '-1')),
+    { maxKeys: 3 },
+  ),
+  contentType: fc.constantFrom(
+    'application/json',
+    'application/json',
+    'application/json',
+    'application/json; charset=utf-8',
+    'text/plain',
+    'application/json; charset=latin1',
+    undefined,
+  ),
   body: fc.oneof(
     { weight: 2, arbitrary: shaped },
     // a well-formed key the service does not know: the 422 path, which must store nothing either
@@ -146,7 +209,10 @@ describe(`fuzz of POST /webhooks and /api/* (${testProvider})`, () => {
           'x-shopify-shop-domain': c.domain,
           'x-shopify-webhook-id': c.webhookId || randomUUID(),
         };
-        if (c.hmac !== 'missing') headers['x-shopify-hmac-sha256'] = createHmac('sha256', c.hmac === 'valid' ? API_SECRET : 'wrong').update(c.body).digest('base64');
+        if (c.hmac !== 'missing')
+          headers['x-shopify-hmac-sha256'] = createHmac('sha256', c.hmac === 'valid' ? API_SECRET : 'wrong')
+            .update(c.body)
+            .digest('base64');
         const res = await fetch(`${s.app.url}/webhooks`, { method: 'POST', headers, body: new Uint8Array(c.body) });
         await res.arrayBuffer();
         seen[res.status] = (seen[res.status] ?? 0) + 1;
@@ -173,7 +239,11 @@ describe(`fuzz of POST /webhooks and /api/* (${testProvider})`, () => {
         const qs = new URLSearchParams(c.query).toString();
         const headers: Record<string, string> = { authorization: `Bearer ${s.shop.mintSessionToken(DEFAULT_SHOP)}` };
         if (c.contentType) headers['content-type'] = c.contentType;
-        const res = await fetch(`${s.app.url}${path}${qs ? `?${qs}` : ''}`, { method, headers, body: method === 'GET' ? undefined : new Uint8Array(c.body) });
+        const res = await fetch(`${s.app.url}${path}${qs ? `?${qs}` : ''}`, {
+          method,
+          headers,
+          body: method === 'GET' ? undefined : new Uint8Array(c.body),
+        });
         await res.arrayBuffer();
         seen[`${c.route} ${res.status}`] = (seen[`${c.route} ${res.status}`] ?? 0) + 1;
         expect(res.status).toBeLessThan(500);
@@ -194,7 +264,13 @@ describe(`fuzz of POST /webhooks and /api/* (${testProvider})`, () => {
     const hmac = createHmac('sha256', API_SECRET).update(big).digest('base64');
     const webhook = await fetch(`${s.app.url}/webhooks`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-shopify-topic': 'orders/create', 'x-shopify-shop-domain': DEFAULT_SHOP, 'x-shopify-webhook-id': randomUUID(), 'x-shopify-hmac-sha256': hmac },
+      headers: {
+        'content-type': 'application/json',
+        'x-shopify-topic': 'orders/create',
+        'x-shopify-shop-domain': DEFAULT_SHOP,
+        'x-shopify-webhook-id': randomUUID(),
+        'x-shopify-hmac-sha256': hmac,
+      },
       body: new Uint8Array(big),
     });
     const api = await fetch(`${s.app.url}/api/settings`, {

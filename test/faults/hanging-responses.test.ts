@@ -4,7 +4,19 @@
 import { sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';
-import { account, arrivals, driveUntilDelivered, formatCounts, queueOrders, report, sendAll, sleep, statusCounts, testClock, type Delivery } from './support';
+import {
+  account,
+  arrivals,
+  driveUntilDelivered,
+  formatCounts,
+  queueOrders,
+  report,
+  sendAll,
+  sleep,
+  statusCounts,
+  testClock,
+  type Delivery,
+} from './support';
 
 describe(`responses that hang past the timeout (${testProvider})`, () => {
   let s: Stack;
@@ -23,30 +35,38 @@ describe(`responses that hang past the timeout (${testProvider})`, () => {
 
     // six sends hang for 5 s (the client gives up after 1 s)
     s.emulator.injectFault({ mode: 'delay', delayMs: 5_000, count: 6, path: '/webhook/send' });
-    await sendAll(Array.from({ length: 60 }, (_, n) => delivery(n)), { concurrency: 8 });
+    await sendAll(
+      Array.from({ length: 60 }, (_, n) => delivery(n)),
+      { concurrency: 8 },
+    );
     await sleep(3_000);
     // a brown-out: every send hangs for 3 s, for 5 s
     const brownout = Date.now();
     s.emulator.injectFault({ mode: 'delay', delayMs: 3_000, forMs: 5_000, path: '/webhook/send' });
-    await sendAll(Array.from({ length: 40 }, (_, n) => delivery(100 + n)), { concurrency: 8 });
+    await sendAll(
+      Array.from({ length: 40 }, (_, n) => delivery(100 + n)),
+      { concurrency: 8 },
+    );
     await sleep(Math.max(0, brownout + 5_000 - Date.now()));
 
     const acc = await driveUntilDelivered(s, clock, ids, 60_000, (e) => e.workspaceId === ws.workspaceId);
     await sleep(300);
     const final = account(ids, arrivals(s.emulator.events({ workspaceId: ws.workspaceId })));
     const hung = s.emulator.requests().filter((r) => r.fault === 'delay');
-    const timeouts = await s.app.db.deliveryAttempt.count({ where: { outcome: 'retryable', error: { contains: 'did not answer within' } } });
+    const timeouts = await s.app.db.deliveryAttempt.count({
+      where: { outcome: 'retryable', error: { contains: 'did not answer within' } },
+    });
     const longest = await s.app.db.deliveryAttempt.aggregate({ _max: { durationMs: true } });
     const states = await statusCounts(s, ws.shopId);
 
     report('responses that hang past the timeout', {
-      'webhooks': ids.length,
+      webhooks: ids.length,
       'hung requests at the emulator (6 single + brown-out)': hung.length,
       'attempts recorded as timed out': timeouts,
       'longest recorded attempt (ms, timeout 1000)': longest._max.durationMs ?? 0,
       'backoff skipped with the clock (s)': Math.round(acc.skippedMs / 1000),
       'events expected / arrived': `${final.expected} / ${final.arrived}`,
-      'missing': final.missing.length,
+      missing: final.missing.length,
       'duplicates (bound: timed-out requests the service still processed; 0 here)': final.duplicates,
       'message states': formatCounts(states),
     });
@@ -80,7 +100,7 @@ describe(`a slow service gets no pile of requests (${testProvider})`, () => {
     const most = Math.max(...sends.map((r) => sends.filter((o) => o.at <= r.at && r.at < o.at + o.durationMs).length));
     const final = account(ids, arrivals(s.emulator.events({ workspaceId: ws.workspaceId })));
     report('a slow service (600 ms a send, limit 1,000/s, WORKER_MAX_IN_FLIGHT=4)', {
-      'sends': sends.length,
+      sends: sends.length,
       'most requests in flight at once': most,
       'events expected / arrived / duplicates': `${final.expected} / ${final.arrived} / ${final.duplicates}`,
     });

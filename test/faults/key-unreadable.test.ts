@@ -38,19 +38,31 @@ describe(`a key no configured encryption key decrypts (${testProvider})`, () => 
     const logs = capture();
     await s.restart({ ENCRYPTION_KEY: K2 }, { logger: logs.logger });
     // the start-up scan runs in the background: one line names what no key decrypts
-    expect(await s.until(() => logs.lines.find((l) => String(l.msg).startsWith('stored secrets that no configured encryption key decrypts')))).toMatchObject({ connections: 1, shops: expect.arrayContaining(['rotated.myshopify.com']) });
+    expect(
+      await s.until(() => logs.lines.find((l) => String(l.msg).startsWith('stored secrets that no configured encryption key decrypts'))),
+    ).toMatchObject({ connections: 1, shops: expect.arrayContaining(['rotated.myshopify.com']) });
     const b = await s.connectShop('healthy.myshopify.com');
 
     const slowest: number[] = [];
     for (let i = 0; i < 20; i++) {
-      expect((await s.webhook('orders/create', sampleOrder(1000 + i), { domain: 'rotated.myshopify.com', webhookId: `a-${i}` })).status).toBe(200);
-      if (i < 5) expect((await s.webhook('orders/create', sampleOrder(2000 + i), { domain: 'healthy.myshopify.com', webhookId: `b-${i}` })).status).toBe(200);
+      expect(
+        (await s.webhook('orders/create', sampleOrder(1000 + i), { domain: 'rotated.myshopify.com', webhookId: `a-${i}` })).status,
+      ).toBe(200);
+      if (i < 5)
+        expect(
+          (await s.webhook('orders/create', sampleOrder(2000 + i), { domain: 'healthy.myshopify.com', webhookId: `b-${i}` })).status,
+        ).toBe(200);
       slowest.push(await healthzMs(s));
     }
     // the other shop is served as usual
     await s.until(() => s.emulator.events({ workspaceId: b.workspaceId }).length >= 5, 15_000, "the healthy shop's 5 orders");
     // the unreadable shop's deliveries wait, held with the reason, none lost
-    await s.until(async () => (await s.app.db.outboxMessage.count({ where: { shopId: a.shopId, status: 'held', heldReason: 'key_unreadable' } })) === 20, 15_000, '20 held orders');
+    await s.until(
+      async () =>
+        (await s.app.db.outboxMessage.count({ where: { shopId: a.shopId, status: 'held', heldReason: 'key_unreadable' } })) === 20,
+      15_000,
+      '20 held orders',
+    );
     // a few seconds more: the held shop costs nothing and nothing spins
     const lanesBefore = logs.count('delivery lane failed');
     await new Promise((r) => setTimeout(r, 2000));
@@ -78,7 +90,12 @@ describe(`a key no configured encryption key decrypts (${testProvider})`, () => 
     // the rotation finished: the key is under K2 now, and the old key can go
     const row = await s.app.db.connection.findUniqueOrThrow({ where: { shopId: a.shopId } });
     expect(createSecretBox(Buffer.from(K2, 'base64')).decrypt(row.apiKeyEnc, a.shopId)).toBe(a.apiKey);
-    expect(await s.until(() => fixed.lines.find((l) => String(l.msg).startsWith('stored secrets checked')))).toMatchObject({ reencrypted: expect.any(Number), remainingUnderPreviousKeys: 0, unreadable: 0, resumedShops: 1 });
+    expect(await s.until(() => fixed.lines.find((l) => String(l.msg).startsWith('stored secrets checked')))).toMatchObject({
+      reencrypted: expect.any(Number),
+      remainingUnderPreviousKeys: 0,
+      unreadable: 0,
+      resumedShops: 1,
+    });
     await s.restart({ ENCRYPTION_KEY: K2 });
     expect((await s.api('GET', '/api/connection', undefined, 'rotated.myshopify.com')).body).toMatchObject({ status: 'connected' });
   });
@@ -88,8 +105,13 @@ describe(`a key no configured encryption key decrypts (${testProvider})`, () => 
     // this shop's row under a key the app has never had
     const stranger = createSecretBox(randomBytes(32));
     await s.app.db.connection.update({ where: { shopId: a.shopId }, data: { apiKeyEnc: stranger.encrypt(a.apiKey, a.shopId) } });
-    for (let i = 0; i < 3; i++) await s.webhook('orders/create', sampleOrder(3000 + i), { domain: 'repasted.myshopify.com', webhookId: `r-${i}` });
-    await s.until(async () => (await s.app.db.outboxMessage.count({ where: { shopId: a.shopId, status: 'held', heldReason: 'key_unreadable' } })) === 3, 15_000, '3 held orders');
+    for (let i = 0; i < 3; i++)
+      await s.webhook('orders/create', sampleOrder(3000 + i), { domain: 'repasted.myshopify.com', webhookId: `r-${i}` });
+    await s.until(
+      async () => (await s.app.db.outboxMessage.count({ where: { shopId: a.shopId, status: 'held', heldReason: 'key_unreadable' } })) === 3,
+      15_000,
+      '3 held orders',
+    );
     expect((await s.api('PUT', '/api/connection', { api_key: a.apiKey }, 'repasted.myshopify.com')).status).toBe(200);
     await s.until(() => s.emulator.events({ workspaceId: a.workspaceId }).length >= 3, 15_000, 'the 3 held orders');
     await new Promise((r) => setTimeout(r, 300));

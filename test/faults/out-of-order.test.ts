@@ -19,7 +19,10 @@ describe(`out-of-order topics (${testProvider})`, () => {
   afterAll(() => s?.close());
 
   const sourceIds = (eventName: string, filter: (a: Record<string, unknown>) => boolean = () => true) =>
-    s.emulator.events({ workspaceId: ws.workspaceId, eventName }).filter((e) => filter(e.event_attribute)).map((e) => String(e.event_attribute.source_id));
+    s.emulator
+      .events({ workspaceId: ws.workspaceId, eventName })
+      .filter((e) => filter(e.event_attribute))
+      .map((e) => String(e.event_attribute.source_id));
 
   /** One customer, one order and one checkout, each as a create and an update a minute later. */
   function scenario(n: number) {
@@ -40,7 +43,14 @@ describe(`out-of-order topics (${testProvider})`, () => {
       ['checkouts/update', checkoutLater, `${p}-co-upd`],
     ];
     const reversed = [inOrder[1]!, inOrder[0]!, inOrder[3]!, inOrder[2]!, inOrder[5]!, inOrder[4]!];
-    const expected = [`${p}-cust-new`, `${p}-cust-upd`, `${p}-order-new`, `${p}-order-paid`, `checkout:${checkout.token}:started`, `checkout:${checkout.token}:abandoned`];
+    const expected = [
+      `${p}-cust-new`,
+      `${p}-cust-upd`,
+      `${p}-order-new`,
+      `${p}-order-paid`,
+      `checkout:${checkout.token}:started`,
+      `checkout:${checkout.token}:abandoned`,
+    ];
     const emails = new Set([customer.email, order.email, checkout.email]);
     return { inOrder, reversed, expected, emails };
   }
@@ -50,7 +60,11 @@ describe(`out-of-order topics (${testProvider})`, () => {
   }
 
   const namesFor = (emails: Set<string>) =>
-    s.emulator.events({ workspaceId: ws.workspaceId }).filter((e) => emails.has(e.email)).map((e) => e.event_name).sort();
+    s.emulator
+      .events({ workspaceId: ws.workspaceId })
+      .filter((e) => emails.has(e.email))
+      .map((e) => e.event_name)
+      .sort();
 
   it('loses nothing when customers/update, orders/paid and checkouts/update come before their create', async () => {
     const ooo = scenario(100);
@@ -66,7 +80,7 @@ describe(`out-of-order topics (${testProvider})`, () => {
       'webhooks sent (update before create, x3)': ooo.reversed.length,
       'events expected (by source_id)': final.expected,
       'events arrived': final.arrived,
-      'missing': final.missing.join(',') || 0,
+      missing: final.missing.join(',') || 0,
       'duplicates of a source_id (bound 0)': final.duplicates,
       'event names': namesFor(ooo.emails).join(' '),
     });
@@ -101,7 +115,11 @@ describe(`out-of-order topics (${testProvider})`, () => {
     const updated = new Date(base.getTime() - 5 * MIN);
     const first = sampleCheckout(201, { at: created });
     // the update adds an item: the abandoned event must carry the newer cart
-    const later = { ...sampleCheckout(201, { at: updated }), created_at: first.created_at, line_items: [...first.line_items, { ...first.line_items[0]!, sku: 'SKU-NEW', title: 'Added later' }] };
+    const later = {
+      ...sampleCheckout(201, { at: updated }),
+      created_at: first.created_at,
+      line_items: [...first.line_items, { ...first.line_items[0]!, sku: 'SKU-NEW', title: 'Added later' }],
+    };
     expect((await s.webhook('checkouts/update', later, { webhookId: 'ooo2-co-upd' })).status).toBe(200);
     expect((await s.webhook('checkouts/create', first, { webhookId: 'ooo2-co-new' })).status).toBe(200);
     const abandoned = `checkout:${first.token}:abandoned`;
@@ -113,7 +131,9 @@ describe(`out-of-order topics (${testProvider})`, () => {
     const early = sourceIds('checkout_abandoned').filter((id) => id === abandoned).length;
     await advanceWhenIdle(s.app.db, clock, 20 * MIN);
     await waitForAll(s, [abandoned], 10_000);
-    const sent = s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'checkout_abandoned' }).filter((e) => e.event_attribute.source_id === abandoned);
+    const sent = s.emulator
+      .events({ workspaceId: ws.workspaceId, eventName: 'checkout_abandoned' })
+      .filter((e) => e.event_attribute.source_id === abandoned);
     report('late checkouts/create', {
       'abandonment due (stored)': row.runAt.toISOString(),
       'due after newest activity': new Date(updated.getTime() + 60 * MIN).toISOString(),

@@ -16,7 +16,10 @@ const WEBHOOKS = 600;
 function restartCommand(): string[] {
   if (process.env.PG_RESTART_CMD) return ['sh', '-c', process.env.PG_RESTART_CMD];
   const port = new URL(process.env.DATABASE_URL as string).port || '5432';
-  const clusters = execFileSync('pg_lsclusters', ['-h'], { encoding: 'utf8' }).trim().split('\n').map((l) => l.trim().split(/\s+/));
+  const clusters = execFileSync('pg_lsclusters', ['-h'], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/));
   const cluster = clusters.find((c) => c[2] === port);
   if (!cluster) throw new Error(`no local PostgreSQL cluster on port ${port}; set PG_RESTART_CMD`);
   return ['pg_ctlcluster', '--skip-systemctl-redirect', cluster[0]!, cluster[1]!, 'restart'];
@@ -54,7 +57,9 @@ maybe('PostgreSQL restarted under load', () => {
     const before = await statusCounts(s, ws.shopId);
     const restartAt = Date.now();
     const restart = await new Promise<{ ok: boolean; out: string }>((resolve) =>
-      execFile(cmd[0]!, cmd.slice(1), { timeout: 60_000 }, (err, stdout, stderr) => resolve({ ok: !err, out: `${stdout}${stderr}${err ? String(err) : ''}` })),
+      execFile(cmd[0]!, cmd.slice(1), { timeout: 60_000 }, (err, stdout, stderr) =>
+        resolve({ ok: !err, out: `${stdout}${stderr}${err ? String(err) : ''}` }),
+      ),
     );
     const restartMs = Date.now() - restartAt;
     expect(restart).toMatchObject({ ok: true });
@@ -63,7 +68,8 @@ maybe('PostgreSQL restarted under load', () => {
     // sends whose result could not be written stay 'delivering' until their lock expires, and
     // are then sent again: wait for that before counting duplicates
     const settled = Date.now();
-    while (Date.now() - settled < 60_000 && (await s.app.db.outboxMessage.count({ where: { status: { not: 'delivered' } } })) > 0) await sleep(200);
+    while (Date.now() - settled < 60_000 && (await s.app.db.outboxMessage.count({ where: { status: { not: 'delivered' } } })) > 0)
+      await sleep(200);
     const settleMs = Date.now() - settled;
     await sleep(500);
     const final = account(ids, arrivals(s.emulator.events({ workspaceId: ws.workspaceId })));
@@ -79,7 +85,7 @@ maybe('PostgreSQL restarted under load', () => {
       'non-200 answers on the way (status: count; 0 = no answer)': JSON.stringify(sent.failures),
       'receipts stored': receipts,
       'events expected / arrived': `${final.expected} / ${final.arrived}`,
-      'missing': final.missing.length,
+      missing: final.missing.length,
       [`duplicates (bound: sends in flight when the database went away, <= 3 x limit = ${3 * LIMIT})`]: final.duplicates,
       'waited for expired locks to be re-sent (s)': (settleMs / 1000).toFixed(1),
       'message states': formatCounts(states),
@@ -126,14 +132,28 @@ maybe('PostgreSQL restarted under load', () => {
             await admin.query('SELECT pg_terminate_backend($1)', [pid]);
             await tx.$queryRaw`SELECT 1`;
           })
-          .then(() => false, () => true);
+          .then(
+            () => false,
+            () => true,
+          );
         expect(failed).toBe(true);
         // given back as broken, never as a connection the next query may get
         expect(releases.has(pid)).toBe(true);
         expect(releases.get(pid)).toBeInstanceOf(Error);
       }
-      const after = await orAfter(db.$queryRaw`SELECT 1 AS ok`.then(() => 'answered', (e: Error) => `failed: ${e.message.split('\n').pop()}`), 8_000, 'no answer in 8 s');
-      const closed = await orAfter(db.$disconnect().then(() => 'closed'), 5_000, 'still closing after 5 s');
+      const after = await orAfter(
+        db.$queryRaw`SELECT 1 AS ok`.then(
+          () => 'answered',
+          (e: Error) => `failed: ${e.message.split('\n').pop()}`,
+        ),
+        8_000,
+        'no answer in 8 s',
+      );
+      const closed = await orAfter(
+        db.$disconnect().then(() => 'closed'),
+        5_000,
+        'still closing after 5 s',
+      );
       report('a transaction whose connection died (pool of 2, twice)', { 'a query afterwards': after, '$disconnect()': closed });
       expect(after).toBe('answered');
       expect(closed).toBe('closed');

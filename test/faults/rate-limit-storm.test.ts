@@ -26,7 +26,10 @@ describe(`a 429 storm (${testProvider})`, () => {
     // phase 1: every send answered 429 (Retry-After: 1) for 8 s
     const stormStart = Date.now();
     s.emulator.injectFault({ mode: 'status429', forMs: 8_000, path: '/webhook/send' });
-    const sent1 = await sendAll(Array.from({ length: 150 }, (_, n) => delivery(n)), { concurrency: 8 });
+    const sent1 = await sendAll(
+      Array.from({ length: 150 }, (_, n) => delivery(n)),
+      { concurrency: 8 },
+    );
     await sleep(Math.max(0, stormStart + 8_000 - Date.now()));
     const storm = sends().filter((r) => r.at >= stormStart && r.at < stormStart + 8_000);
     await waitForAll(s, ids, 30_000, (e) => e.workspaceId === ws.workspaceId);
@@ -34,7 +37,10 @@ describe(`a 429 storm (${testProvider})`, () => {
     // phase 2: the service lowers the limit to 5/s while 50 more wait, then restores it
     const lowStart = Date.now();
     s.emulator.setRateLimit(ws.workspaceId, 5);
-    const sent2 = await sendAll(Array.from({ length: 50 }, (_, n) => delivery(1000 + n)), { concurrency: 8 });
+    const sent2 = await sendAll(
+      Array.from({ length: 50 }, (_, n) => delivery(1000 + n)),
+      { concurrency: 8 },
+    );
     const acc = await waitForAll(s, ids, 60_000, (e) => e.workspaceId === ws.workspaceId);
     const low = sends().filter((r) => r.at >= lowStart);
     s.emulator.setRateLimit(ws.workspaceId, LIMIT);
@@ -52,7 +58,7 @@ describe(`a 429 storm (${testProvider})`, () => {
       'phase 2: most sends accepted in any 1 s': maxInWindow(lowAccepted),
       'phase 2: delivered rate (per s)': ((lowAccepted.length - 1) / lowSpan).toFixed(2),
       'events expected / arrived': `${final.expected} / ${final.arrived}`,
-      'missing': final.missing.length,
+      missing: final.missing.length,
       'duplicates (bound 0: a 429 is never processed)': final.duplicates,
       'message states': formatCounts(states),
     });

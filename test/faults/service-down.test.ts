@@ -4,7 +4,18 @@
 import { sampleOrder } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { startStack, type Stack } from '../helpers/stack';
-import { account, arrivals, driveUntilDelivered, formatCounts, report, sendAll, sleep, statusCounts, testClock, type Delivery } from './support';
+import {
+  account,
+  arrivals,
+  driveUntilDelivered,
+  formatCounts,
+  report,
+  sendAll,
+  sleep,
+  statusCounts,
+  testClock,
+  type Delivery,
+} from './support';
 
 const OUTAGE_MS = Number(process.env.FAULT_OUTAGE_MS ?? 60_000);
 
@@ -27,7 +38,10 @@ describe(`the email service down for 60 s (${testProvider})`, () => {
     s.emulator.injectFault({ mode: 'drop', forMs: OUTAGE_MS / 2, path: '/webhook/send' });
     s.emulator.injectFault({ mode: 'status500', forMs: OUTAGE_MS, path: '/webhook/send' });
     // a burst at the start of the outage, then 2 webhooks a second while it lasts
-    const burst = await sendAll(Array.from({ length: 100 }, (_, n) => delivery(n)), { concurrency: 8 });
+    const burst = await sendAll(
+      Array.from({ length: 100 }, (_, n) => delivery(n)),
+      { concurrency: 8 },
+    );
     let n = 100;
     const trickle: Delivery[] = [];
     while (Date.now() - t0 < OUTAGE_MS - 5_000) {
@@ -38,7 +52,9 @@ describe(`the email service down for 60 s (${testProvider})`, () => {
     }
     const during = await statusCounts(s, ws.shopId);
     await sleep(Math.max(0, t0 + OUTAGE_MS + 200 - Date.now()));
-    const failedAttempts = s.emulator.requests().filter((r) => r.workspaceId === ws.workspaceId && r.path.includes('/webhook/send') && r.status !== 200);
+    const failedAttempts = s.emulator
+      .requests()
+      .filter((r) => r.workspaceId === ws.workspaceId && r.path.includes('/webhook/send') && r.status !== 200);
     const recovery = Date.now();
 
     const acc = await driveUntilDelivered(s, clock, ids, 60_000, (e) => e.workspaceId === ws.workspaceId);
@@ -58,13 +74,24 @@ describe(`the email service down for 60 s (${testProvider})`, () => {
       'backoff skipped with the clock (s)': Math.round(acc.skippedMs / 1000),
       'real time from recovery to fully drained (s)': (drainMs / 1000).toFixed(1),
       'events expected / arrived': `${final.expected} / ${final.arrived}`,
-      'missing': final.missing.length,
+      missing: final.missing.length,
       'duplicates (bound 0: the emulator processes nothing it drops or answers 500)': final.duplicates,
       'message states': formatCounts(states),
     });
     if (final.missing.length) {
       const stuck = await s.app.db.outboxMessage.findMany({ where: { sourceId: { in: final.missing } } });
-      console.log('not delivered', clock.now().toISOString(), stuck.map((m) => ({ id: m.sourceId, status: m.status, runAt: m.runAt.toISOString(), attempts: m.attempts, lockedUntil: m.lockedUntil, err: m.lastError })));
+      console.log(
+        'not delivered',
+        clock.now().toISOString(),
+        stuck.map((m) => ({
+          id: m.sourceId,
+          status: m.status,
+          runAt: m.runAt.toISOString(),
+          attempts: m.attempts,
+          lockedUntil: m.lockedUntil,
+          err: m.lastError,
+        })),
+      );
       console.log('pacer', await s.app.db.workspacePacer.findMany());
     }
     expect(burst.gaveUp).toEqual([]);

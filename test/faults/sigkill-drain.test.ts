@@ -37,7 +37,12 @@ describe(`SIGKILL during a drain of ${MESSAGES} messages (${testProvider})`, () 
     await applyMigrations(database.url);
     db = await createDb(database.url, { poolSize: 3 });
     emulator = await startServiceEmulator({ host: '127.0.0.1' });
-    shop = await startFakeShop({ apiKey: API_KEY, apiSecret: API_SECRET, host: '127.0.0.1', shops: [{ domain: SHOP, id: '9100001', name: 'Kill Store' }] });
+    shop = await startFakeShop({
+      apiKey: API_KEY,
+      apiSecret: API_SECRET,
+      host: '127.0.0.1',
+      shops: [{ domain: SHOP, id: '9100001', name: 'Kill Store' }],
+    });
     const env = {
       DATABASE_URL: database.url,
       SHOPIFY_API_KEY: API_KEY,
@@ -91,15 +96,17 @@ describe(`SIGKILL during a drain of ${MESSAGES} messages (${testProvider})`, () 
     app = undefined;
 
     const final = account(ids, arrivals(emulator.events({ workspaceId: ws.id })));
-    const states = Object.fromEntries((await db.outboxMessage.groupBy({ by: ['status'], _count: { _all: true } })).map((r) => [r.status, r._count._all]));
+    const states = Object.fromEntries(
+      (await db.outboxMessage.groupBy({ by: ['status'], _count: { _all: true } })).map((r) => [r.status, r._count._all]),
+    );
     const attempts = await db.deliveryAttempt.count();
     console.log(kills.join('\n'));
     report(`SIGKILL during a drain of ${MESSAGES}`, {
-      'SIGKILLs': kills.length,
+      SIGKILLs: kills.length,
       'drain time incl. restarts (s)': drainS.toFixed(1),
       'events expected / arrived': `${final.expected} / ${final.arrived}`,
-      'missing': final.missing.length,
-      'duplicates': final.duplicates,
+      missing: final.missing.length,
+      duplicates: final.duplicates,
       'bound: sends in flight at the kills': inFlight.size,
       'attempts recorded': attempts,
       'message states': formatCounts(states),

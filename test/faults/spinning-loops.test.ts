@@ -80,7 +80,12 @@ describe(`background loops back off after a failure (${testProvider})`, () => {
     const pending = jest.spyOn(ReceiptStore.prototype, 'pending').mockImplementation(injected);
     const sending = (async () => {
       for (let i = 0; i < 20; i++) {
-        await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'demo-store.myshopify.com', payload: sampleOrder(100 + i), webhookId: `stage2-${i}` });
+        await s.shop.sendWebhook(s.app.url, {
+          topic: 'orders/create',
+          shopDomain: 'demo-store.myshopify.com',
+          payload: sampleOrder(100 + i),
+          webhookId: `stage2-${i}`,
+        });
       }
     })();
     // waits of 1, 2 and 4 s (±20%): at most 4 tries in 7.5 s, where a fixed 1-s wait made 8
@@ -127,7 +132,10 @@ describe(`background loops back off after a failure (${testProvider})`, () => {
 
   it('the storefront sweeper that throws logs and waits for its next tick', async () => {
     const calls: number[] = [];
-    const db = { pixelEvent: { findFirst: () => (calls.push(Date.now()), injected()) }, pixelVisitor: { findFirst: injected } } as unknown as Db;
+    const db = {
+      pixelEvent: { findFirst: () => (calls.push(Date.now()), injected()) },
+      pixelVisitor: { findFirst: injected },
+    } as unknown as Db;
     const sweeper = createPixelSweeper({ db, logger: createLogger('silent'), metrics: new Metrics(), now: () => new Date(), everyMs: 200 });
     sweeper.start();
     await new Promise((r) => setTimeout(r, 1_100));

@@ -77,15 +77,21 @@ export async function driveUntilDelivered(
  */
 async function skipTarget(db: Db, now: Date): Promise<number | null> {
   if ((await db.outboxMessage.count({ where: { status: 'delivering' } })) > 0) return null;
-  const paused = await db.workspacePacer.findMany({ where: { pausedUntil: { gt: now } }, select: { workspaceId: true, pausedUntil: true } });
+  const paused = await db.workspacePacer.findMany({
+    where: { pausedUntil: { gt: now } },
+    select: { workspaceId: true, pausedUntil: true },
+  });
   const pausedShops = paused.length
-    ? (await db.connection.findMany({ where: { workspaceId: { in: paused.map((p) => p.workspaceId) } }, select: { shopId: true } })).map((c) => c.shopId)
+    ? (await db.connection.findMany({ where: { workspaceId: { in: paused.map((p) => p.workspaceId) } }, select: { shopId: true } })).map(
+        (c) => c.shopId,
+      )
     : [];
   const soon = new Date(now.getTime() + 1000);
   if (await db.outboxMessage.count({ where: { status: 'queued', shopId: { notIn: pausedShops }, runAt: { lte: soon } } })) return null;
   const last = await db.outboxMessage.findFirst({ where: { status: 'queued' }, orderBy: { runAt: 'desc' }, select: { runAt: true } });
   if (!last) return null;
-  const pausedWork = pausedShops.length > 0 && (await db.outboxMessage.count({ where: { status: 'queued', shopId: { in: pausedShops } } })) > 0;
+  const pausedWork =
+    pausedShops.length > 0 && (await db.outboxMessage.count({ where: { status: 'queued', shopId: { in: pausedShops } } })) > 0;
   return Math.max(last.runAt.getTime(), ...(pausedWork ? paused.map((p) => p.pausedUntil!.getTime()) : []));
 }
 
@@ -121,7 +127,10 @@ export interface Delivery {
  * Sends deliveries with bounded concurrency. Like Shopify, anything but a 200 (a 5xx, a
  * timeout, a reset connection) is retried, with a short pause, up to `retries` times.
  */
-export async function sendAll(deliveries: Delivery[], opts: { concurrency?: number; retries?: number; retryDelayMs?: number } = {}): Promise<SendOutcome> {
+export async function sendAll(
+  deliveries: Delivery[],
+  opts: { concurrency?: number; retries?: number; retryDelayMs?: number } = {},
+): Promise<SendOutcome> {
   const out: SendOutcome = { accepted: [], failures: {}, gaveUp: [] };
   const queue = [...deliveries];
   const worker = async () => {
@@ -209,7 +218,11 @@ export async function statusCounts(stack: Pick<Stack, 'app'>, shopId?: string): 
 }
 
 export function formatCounts(c: Record<string, number>): string {
-  return Object.entries(c).map(([k, v]) => `${k}=${v}`).join(' ') || '(none)';
+  return (
+    Object.entries(c)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ') || '(none)'
+  );
 }
 
 /**
@@ -219,8 +232,14 @@ export function formatCounts(c: Record<string, number>): string {
 export async function queueOrders(db: Db, shop: { id: string; domain: string }, ids: string[], now = new Date()): Promise<void> {
   for (let i = 0; i < ids.length; i += 500) {
     const rows = ids.slice(i, i + 500).flatMap((webhookId, k) =>
-      mapWebhook({ topic: 'orders/create', payload: sampleOrder(i + k), webhookId, shopDomain: shop.domain, receivedAt: now, settings: DEFAULT_SETTINGS })
-        .messages.map((m) => toRow(m, { shopId: shop.id, status: 'queued', heldReason: null })),
+      mapWebhook({
+        topic: 'orders/create',
+        payload: sampleOrder(i + k),
+        webhookId,
+        shopDomain: shop.domain,
+        receivedAt: now,
+        settings: DEFAULT_SETTINGS,
+      }).messages.map((m) => toRow(m, { shopId: shop.id, status: 'queued', heldReason: null })),
     );
     await db.outboxMessage.createMany({ data: rows });
   }

@@ -18,7 +18,11 @@ export class TestClock {
     const next = await db.outboxMessage.findFirst({ where: { status: 'queued' }, orderBy: { runAt: 'asc' }, select: { runAt: true } });
     if (!next) return false;
     // a shop waiting out its workspace's slow-down (a 429, a pause) is due later than its messages
-    const waiting = await db.shopDue.findFirst({ where: { leasedBy: null, dueAt: { gt: this.now() } }, orderBy: { dueAt: 'asc' }, select: { dueAt: true } });
+    const waiting = await db.shopDue.findFirst({
+      where: { leasedBy: null, dueAt: { gt: this.now() } },
+      orderBy: { dueAt: 'asc' },
+      select: { dueAt: true },
+    });
     const nowMs = this.now().getTime();
     const due = next.runAt.getTime() > nowMs ? next.runAt.getTime() : waiting?.dueAt ? waiting.dueAt.getTime() : nowMs;
     if (due > nowMs) this.advance(due - nowMs + 5);

@@ -32,7 +32,11 @@ export async function startEmulatorProcess(): Promise<EmulatorProcess> {
     });
   });
   const call = async <T>(method: string, route: string, body?: unknown): Promise<T> => {
-    const res = await fetch(`${url}/_sandbox${route}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(`${url}/_sandbox${route}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return (await res.json()) as T;
   };
   return {
@@ -41,8 +45,11 @@ export async function startEmulatorProcess(): Promise<EmulatorProcess> {
       const ws = await call<{ workspace_id: string; api_key: string }>('POST', '/workspaces', { name: o.name, rate_limit: o.rateLimit });
       return { id: ws.workspace_id, apiKey: ws.api_key };
     },
-    requests: async (ws) => (await call<{ requests: Array<{ path: string; status: number; at: number }> }>('GET', `/requests?workspace_id=${ws}`)).requests,
-    events: async (ws) => (await call<{ events: Array<{ event_name: string; event_attribute: Record<string, unknown> }> }>('GET', `/events?workspace_id=${ws}`)).events,
+    requests: async (ws) =>
+      (await call<{ requests: Array<{ path: string; status: number; at: number }> }>('GET', `/requests?workspace_id=${ws}`)).requests,
+    events: async (ws) =>
+      (await call<{ events: Array<{ event_name: string; event_attribute: Record<string, unknown> }> }>('GET', `/events?workspace_id=${ws}`))
+        .events,
     close: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());

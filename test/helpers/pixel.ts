@@ -9,13 +9,17 @@ export const PIXEL_SCOPES = ['write_pixels', 'read_customer_events', 'read_produ
 /** Grants the pixel scopes (signed app/scopes_update) and activates the shop's pixel; returns its key. */
 export async function activatePixel(s: Stack, domain = DEFAULT_SHOP): Promise<string> {
   await s.webhook('app/scopes_update', s.shop.grantScopes(domain, PIXEL_SCOPES), { domain });
-  const row = await s.until(async () => {
-    const shop = await s.app.db.shop.findUnique({ where: { domain }, include: { pixel: true } });
-    if (shop?.pixel?.state === 'active') return shop.pixel;
-    // an activation that started before the grant may have finished as missing_scopes
-    await s.api('POST', '/api/pixel/activate', undefined, domain);
-    return null;
-  }, 10_000, 'the storefront pixel to be active');
+  const row = await s.until(
+    async () => {
+      const shop = await s.app.db.shop.findUnique({ where: { domain }, include: { pixel: true } });
+      if (shop?.pixel?.state === 'active') return shop.pixel;
+      // an activation that started before the grant may have finished as missing_scopes
+      await s.api('POST', '/api/pixel/activate', undefined, domain);
+      return null;
+    },
+    10_000,
+    'the storefront pixel to be active',
+  );
   return row.key;
 }
 
@@ -41,8 +45,14 @@ export function knownCustomer(s: Stack, email: string, domain = DEFAULT_SHOP): s
 export function shopifyProduct(s: Stack, p: Product, domain = DEFAULT_SHOP) {
   const handle = p.handle ?? p.id;
   return {
-    product_id: p.id, product_title: p.title, variant_id: p.variantId, variant_title: 'Default Title', price: p.price, currency: 'USD',
-    product_url: `https://${domain}/products/${handle}`, image_url: `${s.shop.url}/_sandbox/product-images/${handle}.svg`,
+    product_id: p.id,
+    product_title: p.title,
+    variant_id: p.variantId,
+    variant_title: 'Default Title',
+    price: p.price,
+    currency: 'USD',
+    product_url: `https://${domain}/products/${handle}`,
+    image_url: `${s.shop.url}/_sandbox/product-images/${handle}.svg`,
   };
 }
 
@@ -50,36 +60,84 @@ const STORE = 'https://demo-store.myshopify.com';
 
 function variant(p: Product) {
   return {
-    id: p.variantId, title: 'Default Title', sku: `SKU-${p.id}`, price: { amount: p.price, currencyCode: 'USD' },
+    id: p.variantId,
+    title: 'Default Title',
+    sku: `SKU-${p.id}`,
+    price: { amount: p.price, currencyCode: 'USD' },
     image: { src: `//cdn.example/${p.handle ?? p.id}.png?v=1&email=leak@example.com` },
     product: { id: p.id, title: p.title, url: `/products/${p.handle ?? p.id}`, vendor: 'Demo Store', type: 'Kitchen' },
   };
 }
 
-const event = <T>(name: string, data: T, at: Date, url: string) => ({ id: `sh-${randomUUID()}`, name, timestamp: at.toISOString(), url, data });
+const event = <T>(name: string, data: T, at: Date, url: string) => ({
+  id: `sh-${randomUUID()}`,
+  name,
+  timestamp: at.toISOString(),
+  url,
+  data,
+});
 
 /** Events in the pixel's shapes; `at` defaults to now, page URLs carry a query string to strip. */
 export const ev = {
   page: (at = new Date(), path = '/') => event('page_viewed', {}, at, `${STORE}${path}?utm_source=mail&email=leak@example.com`),
-  view: (p: Product, at = new Date()) => event('product_viewed', { productVariant: variant(p) }, at, `${STORE}/products/${p.handle ?? p.id}?utm_campaign=x&email=leak@example.com`),
+  view: (p: Product, at = new Date()) =>
+    event(
+      'product_viewed',
+      { productVariant: variant(p) },
+      at,
+      `${STORE}/products/${p.handle ?? p.id}?utm_campaign=x&email=leak@example.com`,
+    ),
   add: (p: Product, quantity = 1, at = new Date()) =>
-    event('product_added_to_cart', { cartLine: { quantity, cost: { totalAmount: { amount: p.price * quantity, currencyCode: 'USD' } }, merchandise: variant(p) } }, at, `${STORE}/products/${p.handle ?? p.id}`),
-  checkout: (at = new Date()) => event('checkout_started', { checkout: { token: `c-${randomUUID()}`, currencyCode: 'USD', totalPrice: { amount: 24, currencyCode: 'USD' } } }, at, `${STORE}/checkouts/cn/1`),
-  contact: (at = new Date()) => event('checkout_contact_info_submitted', { checkout: { token: 'c-1', currencyCode: 'USD' } }, at, `${STORE}/checkouts/cn/1/information`),
+    event(
+      'product_added_to_cart',
+      { cartLine: { quantity, cost: { totalAmount: { amount: p.price * quantity, currencyCode: 'USD' } }, merchandise: variant(p) } },
+      at,
+      `${STORE}/products/${p.handle ?? p.id}`,
+    ),
+  checkout: (at = new Date()) =>
+    event(
+      'checkout_started',
+      { checkout: { token: `c-${randomUUID()}`, currencyCode: 'USD', totalPrice: { amount: 24, currencyCode: 'USD' } } },
+      at,
+      `${STORE}/checkouts/cn/1`,
+    ),
+  contact: (at = new Date()) =>
+    event(
+      'checkout_contact_info_submitted',
+      { checkout: { token: 'c-1', currencyCode: 'USD' } },
+      at,
+      `${STORE}/checkouts/cn/1/information`,
+    ),
   search: (query: string, at = new Date()) => event('search_submitted', { searchResult: { query } }, at, `${STORE}/search?q=${query}`),
 };
 
 /** A batch's text, its first keys in the pixel's order (v, key, client_id). */
 export function batch(key: string, clientId: string, events: unknown[], opts: { email?: string; marketing?: boolean | null } = {}): string {
   const marketing = opts.marketing === undefined ? true : opts.marketing;
-  return JSON.stringify({ v: 1, key, client_id: clientId, consent: { marketing, analytics: true }, customer: opts.email ? { email: opts.email } : null, events });
+  return JSON.stringify({
+    v: 1,
+    key,
+    client_id: clientId,
+    consent: { marketing, analytics: true },
+    customer: opts.email ? { email: opts.email } : null,
+    events,
+  });
 }
 
 /** POSTs a body to /pixel/events as a beacon would. */
-export async function postPixel(s: Stack, body: string | Buffer, contentType: string | null = 'text/plain;charset=UTF-8', origin = STORE): Promise<{ status: number; headers: Headers; text: string }> {
+export async function postPixel(
+  s: Stack,
+  body: string | Buffer,
+  contentType: string | null = 'text/plain;charset=UTF-8',
+  origin = STORE,
+): Promise<{ status: number; headers: Headers; text: string }> {
   const headers: Record<string, string> = { origin };
   if (contentType !== null) headers['content-type'] = contentType;
-  const res = await fetch(`${s.app.url}/pixel/events`, { method: 'POST', headers, body: typeof body === 'string' ? body : new Uint8Array(body) });
+  const res = await fetch(`${s.app.url}/pixel/events`, {
+    method: 'POST',
+    headers,
+    body: typeof body === 'string' ? body : new Uint8Array(body),
+  });
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 

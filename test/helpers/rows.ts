@@ -26,11 +26,15 @@ export async function dumpAllTables(db: Db): Promise<Record<string, string>> {
     PixelStat: await db.pixelStat.findMany(),
     ReceiptLease: await db.receiptLease.findMany(),
   };
-  return Object.fromEntries(Object.entries(tables).map(([k, v]) => [k, JSON.stringify(v, (_key, val) => (typeof val === 'bigint' ? val.toString() : val))]));
+  return Object.fromEntries(
+    Object.entries(tables).map(([k, v]) => [k, JSON.stringify(v, (_key, val) => (typeof val === 'bigint' ? val.toString() : val))]),
+  );
 }
 
 /** Names of the tables whose rows mention `needle`. */
 export async function tablesContaining(db: Db, needle: string): Promise<string[]> {
   const all = await dumpAllTables(db);
-  return Object.entries(all).filter(([, text]) => text.toLowerCase().includes(needle.toLowerCase())).map(([k]) => k);
+  return Object.entries(all)
+    .filter(([, text]) => text.toLowerCase().includes(needle.toLowerCase()))
+    .map(([k]) => k);
 }

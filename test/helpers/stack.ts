@@ -20,7 +20,10 @@ export interface Stack {
   /** Calls /api/* as the embedded page of `domain` would. */
   api(method: string, route: string, body?: unknown, domain?: string): Promise<{ status: number; body: any; headers: Headers }>;
   /** Installs (token exchange) and connects `domain` to a new emulator workspace; returns its key. */
-  connectShop(domain?: string, opts?: { rateLimit?: number; name?: string }): Promise<{ apiKey: string; workspaceId: string; shopId: string }>;
+  connectShop(
+    domain?: string,
+    opts?: { rateLimit?: number; name?: string },
+  ): Promise<{ apiKey: string; workspaceId: string; shopId: string }>;
   /** Sends a signed webhook and, when it was stored, waits until stage 2 has processed it. */
   webhook(topic: string, payload: unknown, opts?: { webhookId?: string; domain?: string }): Promise<{ status: number; body: unknown }>;
   /** Waits until every stored receipt has been processed by stage 2. */
@@ -39,10 +42,17 @@ export interface Stack {
 export const DEFAULT_SHOP = 'demo-store.myshopify.com';
 let counter = 0;
 
-export async function startStack(opts: { emulator?: ServiceEmulatorOptions; server?: StartOptions; env?: Record<string, string> } = {}): Promise<Stack> {
+export async function startStack(
+  opts: { emulator?: ServiceEmulatorOptions; server?: StartOptions; env?: Record<string, string> } = {},
+): Promise<Stack> {
   const database = await createTestDatabase();
   const emulator = await startServiceEmulator({ host: '127.0.0.1', ...opts.emulator });
-  const shop = await startFakeShop({ apiKey: API_KEY, apiSecret: API_SECRET, host: '127.0.0.1', shops: [{ domain: DEFAULT_SHOP, id: '548380009', name: 'Demo Store' }] });
+  const shop = await startFakeShop({
+    apiKey: API_KEY,
+    apiSecret: API_SECRET,
+    host: '127.0.0.1',
+    shops: [{ domain: DEFAULT_SHOP, id: '548380009', name: 'Demo Store' }],
+  });
   const env = {
     SHOPIFY_API_KEY: API_KEY,
     SHOPIFY_API_SECRET: API_SECRET,
@@ -52,15 +62,27 @@ export async function startStack(opts: { emulator?: ServiceEmulatorOptions; serv
     ...opts.env,
   };
   const start = (more: Record<string, string> = {}, server?: StartOptions) =>
-    startServer(testConfig(database.url, { ...env, ...more }), { logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), host: '127.0.0.1', worker: { safetyPollMs: 250 }, ...opts.server, ...server });
+    startServer(testConfig(database.url, { ...env, ...more }), {
+      logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+      host: '127.0.0.1',
+      worker: { safetyPollMs: 250 },
+      ...opts.server,
+      ...server,
+    });
   let app = await start();
 
   const stack: Stack = {
-    app, emulator, shop, database,
+    app,
+    emulator,
+    shop,
+    database,
     async api(method, route, body, domain = DEFAULT_SHOP) {
       const res = await fetch(`${app.url}${route}`, {
         method,
-        headers: { authorization: `Bearer ${shop.mintSessionToken(domain)}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${shop.mintSessionToken(domain)}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
         body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
       });
       const text = await res.text();

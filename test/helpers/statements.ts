@@ -13,7 +13,12 @@ export interface StatementCounter {
 export function countStatements(match: (sql: string) => boolean): StatementCounter {
   let n = 0;
   const seen = (sql: unknown) => {
-    const text = typeof sql === 'string' ? sql : typeof sql === 'object' && sql !== null && 'text' in sql ? String((sql as { text: unknown }).text) : '';
+    const text =
+      typeof sql === 'string'
+        ? sql
+        : typeof sql === 'object' && sql !== null && 'text' in sql
+          ? String((sql as { text: unknown }).text)
+          : '';
     if (match(text)) n += 1;
   };
   const restores: Array<() => void> = [];

@@ -20,8 +20,10 @@ describe(`a short abandonment delay (${testProvider})`, () => {
   });
   afterAll(() => s.close());
 
-  const send = (payload: unknown, id: string) => s.shop.sendWebhook(s.app.url, { topic: 'checkouts/create', shopDomain: DOMAIN, payload, webhookId: id });
-  const abandoned = (token: string) => s.app.db.outboxMessage.findFirstOrThrow({ where: { checkoutToken: token, eventName: 'checkout_abandoned' } });
+  const send = (payload: unknown, id: string) =>
+    s.shop.sendWebhook(s.app.url, { topic: 'checkouts/create', shopDomain: DOMAIN, payload, webhookId: id });
+  const abandoned = (token: string) =>
+    s.app.db.outboxMessage.findFirstOrThrow({ where: { checkoutToken: token, eventName: 'checkout_abandoned' } });
   const fired = () => s.emulator.events({ workspaceId, eventName: 'checkout_abandoned' });
 
   it('a checkout that arrives at once fires 5 minutes after its activity, not after the 10-minute grace', async () => {

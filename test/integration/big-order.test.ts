@@ -44,7 +44,12 @@ describe(`an order with 10,000 line items (${testProvider})`, () => {
 
   it('several huge orders in one batch let the loop turn between them', async () => {
     for (let i = 0; i < 4; i++) {
-      const res = await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: DOMAIN, payload: bigOrderBody(LINES, { id: `82098291194610010${i}` }), webhookId: `bulk-batch-${i}` });
+      const res = await s.shop.sendWebhook(s.app.url, {
+        topic: 'orders/create',
+        shopDomain: DOMAIN,
+        payload: bigOrderBody(LINES, { id: `82098291194610010${i}` }),
+        webhookId: `bulk-batch-${i}`,
+      });
       expect(res.status).toBe(200);
     }
     const { value: processed, longestMs } = await longestStallDuring(() => s.app.processor.drainAll());
@@ -61,9 +66,22 @@ describe(`an order with 10,000 line items (${testProvider})`, () => {
     const { startServer } = await import('../../src/app/server');
     const { testConfig } = await import('../helpers/config');
     const { createLogger } = await import('../../src/observability/logger');
-    const worker = await startServer(testConfig(s.database.url, { SERVICE_BASE_URL: s.emulator.url, SHOPIFY_ADMIN_ORIGIN: s.shop.url, SHOPIFY_API_KEY: 'test-client-id', SHOPIFY_API_SECRET: 'test-client-secret-0123456789', ROLE: 'worker' }), { logger: createLogger('silent'), host: '127.0.0.1', worker: { safetyPollMs: 250 } });
+    const worker = await startServer(
+      testConfig(s.database.url, {
+        SERVICE_BASE_URL: s.emulator.url,
+        SHOPIFY_ADMIN_ORIGIN: s.shop.url,
+        SHOPIFY_API_KEY: 'test-client-id',
+        SHOPIFY_API_SECRET: 'test-client-secret-0123456789',
+        ROLE: 'worker',
+      }),
+      { logger: createLogger('silent'), host: '127.0.0.1', worker: { safetyPollMs: 250 } },
+    );
     try {
-      const events = await s.until(() => s.emulator.events({ workspaceId, eventName: 'order_placed' }).filter((e) => e.event_attribute.source_id === 'bulk-1'), 10_000, 'the order delivered');
+      const events = await s.until(
+        () => s.emulator.events({ workspaceId, eventName: 'order_placed' }).filter((e) => e.event_attribute.source_id === 'bulk-1'),
+        10_000,
+        'the order delivered',
+      );
       expect(events[0]!.event_attribute).toMatchObject({ line_items_truncated: true, item_count: totalQuantity(LINES) });
       expect((events[0]!.event_attribute.line_items as unknown[]).length).toBe(MAX_LINE_ITEMS);
     } finally {

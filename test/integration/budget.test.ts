@@ -23,14 +23,33 @@ describe('GET /api/budget: the workspace’s delivery budget', () => {
   let c: string;
   let n = 0;
 
-  function messages(shopId: string, eventName: string, deliveryClass: number, count: number, o: { status?: string; dueAt: Date; runAt?: Date }): Prisma.OutboxMessageCreateManyInput[] {
+  function messages(
+    shopId: string,
+    eventName: string,
+    deliveryClass: number,
+    count: number,
+    o: { status?: string; dueAt: Date; runAt?: Date },
+  ): Prisma.OutboxMessageCreateManyInput[] {
     return Array.from({ length: count }, () => ({
-      shopId, sourceId: `budget-test:${++n}`, topic: 'test', eventName, deliveryClass, body: '{}',
-      status: o.status ?? 'queued', dueAt: o.dueAt, runAt: o.runAt ?? o.dueAt,
+      shopId,
+      sourceId: `budget-test:${++n}`,
+      topic: 'test',
+      eventName,
+      deliveryClass,
+      body: '{}',
+      status: o.status ?? 'queued',
+      dueAt: o.dueAt,
+      runAt: o.runAt ?? o.dueAt,
     }));
   }
-  const usage = (shopId: string, hourOffset: number, eventName: string, deliveryClass: number, sends: number, expired = 0) =>
-    ({ shopId, hour: new Date(THIS_HOUR + hourOffset * HOUR), eventName, deliveryClass, sends, expired });
+  const usage = (shopId: string, hourOffset: number, eventName: string, deliveryClass: number, sends: number, expired = 0) => ({
+    shopId,
+    hour: new Date(THIS_HOUR + hourOffset * HOUR),
+    eventName,
+    deliveryClass,
+    sends,
+    expired,
+  });
 
   beforeAll(async () => {
     s = await startStack({ env: { ROLE: 'web' }, server: { now: () => T } });
@@ -41,7 +60,11 @@ describe('GET /api/budget: the workspace’s delivery budget', () => {
     expect(joined.body.workspace_id).toBe(a.workspaceId);
     b = (await s.app.db.shop.findUniqueOrThrow({ where: { domain: SHOP_B } })).id;
     c = (await s.connectShop(SHOP_C)).shopId;
-    await s.app.db.workspacePacer.upsert({ where: { workspaceId: a.workspaceId }, create: { workspaceId: a.workspaceId, limitPerSec: 5 }, update: { limitPerSec: 5 } });
+    await s.app.db.workspacePacer.upsert({
+      where: { workspaceId: a.workspaceId },
+      create: { workspaceId: a.workspaceId, limitPerSec: 5 },
+      update: { limitPerSec: 5 },
+    });
 
     await s.app.db.outboxMessage.createMany({
       data: [
@@ -94,16 +117,61 @@ describe('GET /api/budget: the workspace’s delivery budget', () => {
     expect(res.body).toMatchObject({ limit_per_sec: 5, shops_in_workspace: 2 });
     // due: [4, 2, 50, 100] at 5/s; floors 15 %, 10 %, 5 %; the previous hour counts for 2/3 at :20
     expect(res.body.classes).toEqual([
-      { class: 'critical', floor: 0, max_age_s: null, sent_1h: 70, queued: 4, scheduled: 1, oldest_queued_age_s: 300, expired_24h: 0, drain_eta_s: 1 },
-      { class: 'triggers', floor: 0.15, max_age_s: 86_400, sent_1h: 0, queued: 2, scheduled: 1, oldest_queued_age_s: 20, expired_24h: 0, drain_eta_s: 2 },
-      { class: 'behaviour', floor: 0.1, max_age_s: 86_400, sent_1h: 500, queued: 50, scheduled: 0, oldest_queued_age_s: 120, expired_24h: 12, drain_eta_s: 12 },
-      { class: 'history', floor: 0.05, max_age_s: null, sent_1h: 0, queued: 100, scheduled: 0, oldest_queued_age_s: 3600, expired_24h: 0, drain_eta_s: 32 },
+      {
+        class: 'critical',
+        floor: 0,
+        max_age_s: null,
+        sent_1h: 70,
+        queued: 4,
+        scheduled: 1,
+        oldest_queued_age_s: 300,
+        expired_24h: 0,
+        drain_eta_s: 1,
+      },
+      {
+        class: 'triggers',
+        floor: 0.15,
+        max_age_s: 86_400,
+        sent_1h: 0,
+        queued: 2,
+        scheduled: 1,
+        oldest_queued_age_s: 20,
+        expired_24h: 0,
+        drain_eta_s: 2,
+      },
+      {
+        class: 'behaviour',
+        floor: 0.1,
+        max_age_s: 86_400,
+        sent_1h: 500,
+        queued: 50,
+        scheduled: 0,
+        oldest_queued_age_s: 120,
+        expired_24h: 12,
+        drain_eta_s: 12,
+      },
+      {
+        class: 'history',
+        floor: 0.05,
+        max_age_s: null,
+        sent_1h: 0,
+        queued: 100,
+        scheduled: 0,
+        oldest_queued_age_s: 3600,
+        expired_24h: 0,
+        drain_eta_s: 32,
+      },
     ]);
   });
 
   it('gives each event its sends, expiries and share of the workspace’s sends over the last 7 days, most sent first', async () => {
     const { events_7d: events } = (await s.api('GET', '/api/budget')).body;
-    expect(events.map((e: { event_name: string }) => e.event_name)).toEqual(['order_placed', 'viewed_product', 'added_to_cart', 'checkout_started']);
+    expect(events.map((e: { event_name: string }) => e.event_name)).toEqual([
+      'order_placed',
+      'viewed_product',
+      'added_to_cart',
+      'checkout_started',
+    ]);
     const total = 1090 + 600 + 500 + 100;
     expect(events).toEqual([
       { event_name: 'order_placed', class: 'critical', sends: 1090, expired: 0, share: expect.closeTo(1090 / total, 4) },
@@ -137,7 +205,11 @@ describe('GET /api/budget: the workspace’s delivery budget', () => {
 
   it('keeps another workspace’s work and sends out, and warns of nothing when nothing waits or expired', async () => {
     const res = await s.api('GET', '/api/budget', undefined, SHOP_C);
-    expect(res.body).toMatchObject({ limit_per_sec: 10, shops_in_workspace: 1, events_7d: [{ event_name: 'viewed_product', sends: 777, expired: 7, share: 1 }] });
+    expect(res.body).toMatchObject({
+      limit_per_sec: 10,
+      shops_in_workspace: 1,
+      events_7d: [{ event_name: 'viewed_product', sends: 777, expired: 7, share: 1 }],
+    });
     expect(res.body.classes.map((x: { queued: number }) => x.queued)).toEqual([7, 0, 0, 0]);
     // its only expiries are behaviour's, its critical work 15 min old
     expect(res.body.warnings.map((w: { code: string }) => w.code)).toEqual(['critical_waiting', 'behaviour_expiring']);
@@ -146,14 +218,20 @@ describe('GET /api/budget: the workspace’s delivery budget', () => {
     const quiet = await s.api('GET', '/api/budget', undefined, SHOP_D);
     expect(quiet.status).toBe(200);
     expect(quiet.body).toMatchObject({ limit_per_sec: 10, shops_in_workspace: 1, events_7d: [], warnings: [] });
-    expect(quiet.body.classes.every((x: { queued: number; sent_1h: number; drain_eta_s: number }) => x.queued === 0 && x.sent_1h === 0 && x.drain_eta_s === 0)).toBe(true);
+    expect(
+      quiet.body.classes.every(
+        (x: { queued: number; sent_1h: number; drain_eta_s: number }) => x.queued === 0 && x.sent_1h === 0 && x.drain_eta_s === 0,
+      ),
+    ).toBe(true);
   });
 
   it('does not warn about critical work due less than a minute ago, nor about expiries older than a day', async () => {
     const e = 'calm-store.myshopify.com';
     const { shopId } = await s.connectShop(e);
     await s.app.db.outboxMessage.createMany({ data: messages(shopId, 'order_placed', 0, 3, { dueAt: at(-45_000) }) });
-    await s.app.db.deliveryUsage.createMany({ data: [usage(shopId, -26, 'viewed_product', 2, 10, 5), usage(shopId, 0, 'order_placed', 0, 3)] });
+    await s.app.db.deliveryUsage.createMany({
+      data: [usage(shopId, -26, 'viewed_product', 2, 10, 5), usage(shopId, 0, 'order_placed', 0, 3)],
+    });
     const res = await s.api('GET', '/api/budget', undefined, e);
     expect(res.body.classes[0]).toMatchObject({ queued: 3, oldest_queued_age_s: 45, drain_eta_s: 1 });
     expect(res.body.classes[2]).toMatchObject({ expired_24h: 0 });
@@ -165,7 +243,12 @@ describe('GET /api/budget: the workspace’s delivery budget', () => {
     const { shopId } = await s.connectShop(e);
     await s.app.db.deliveryUsage.createMany({ data: [usage(shopId, -2, 'cart_abandoned', 1, 40, 6)] });
     const { warnings } = (await s.api('GET', '/api/budget', undefined, e)).body;
-    expect(warnings).toEqual([{ code: 'behaviour_expiring', message: expect.stringMatching(/^6 workflow triggers expired unsent in the last 24 hours: .*Cart abandoned, 100%/) }]);
+    expect(warnings).toEqual([
+      {
+        code: 'behaviour_expiring',
+        message: expect.stringMatching(/^6 workflow triggers expired unsent in the last 24 hours: .*Cart abandoned, 100%/),
+      },
+    ]);
   });
 
   it('needs a session token like every /api route', async () => {
@@ -178,37 +261,52 @@ describe('GET /api/budget: the workspace’s delivery budget', () => {
     const gauge = (name: string, cls: string) => Number(new RegExp(`^${name}\\{class="${cls}"\\} (\\S+)$`, 'm').exec(text)?.[1]);
     // every shop: the workspace's [4, 2, 50, 100], the other workspace's 7 critical, the later tests' 3 critical
     expect(['critical', 'triggers', 'behaviour', 'history'].map((k) => gauge('connector_class_queued', k))).toEqual([14, 2, 50, 100]);
-    expect(['critical', 'triggers', 'behaviour', 'history'].map((k) => gauge('connector_class_oldest_queued_age_seconds', k))).toEqual([900, 20, 120, 3600]);
+    expect(['critical', 'triggers', 'behaviour', 'history'].map((k) => gauge('connector_class_oldest_queued_age_seconds', k))).toEqual([
+      900, 20, 120, 3600,
+    ]);
   });
 
-  (testProvider === 'postgres' ? it : it.skip)('reads no shop’s message history: a few hundred index entries beside 10,000 delivered messages (PostgreSQL)', async () => {
-    const history = Array.from({ length: 10 }, () => messages(a.shopId, 'order_placed', 0, 1_000, { status: 'delivered', dueAt: at(-3 * HOUR) }));
-    for (const rows of history) await s.app.db.outboxMessage.createMany({ data: rows });
-    // the test's own database: new connections plan with enable_seqscan off, so a read that no
-    // index serves shows as a sequential scan, or as a full index scan reading the whole table
-    const url = s.database.url;
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    try {
-      await admin.query(`ALTER DATABASE "${new URL(url).pathname.slice(1)}" SET enable_seqscan = off`);
-      await s.restart();
-      // backends publish their counters when idle, within about 10 s
-      const settled = () => new Promise((r) => setTimeout(r, 11_500));
-      const stats = async () => (await admin.query<{ relname: string; seq: string; read: string }>(`
+  (testProvider === 'postgres' ? it : it.skip)(
+    'reads no shop’s message history: a few hundred index entries beside 10,000 delivered messages (PostgreSQL)',
+    async () => {
+      const history = Array.from({ length: 10 }, () =>
+        messages(a.shopId, 'order_placed', 0, 1_000, { status: 'delivered', dueAt: at(-3 * HOUR) }),
+      );
+      for (const rows of history) await s.app.db.outboxMessage.createMany({ data: rows });
+      // the test's own database: new connections plan with enable_seqscan off, so a read that no
+      // index serves shows as a sequential scan, or as a full index scan reading the whole table
+      const url = s.database.url;
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      try {
+        await admin.query(`ALTER DATABASE "${new URL(url).pathname.slice(1)}" SET enable_seqscan = off`);
+        await s.restart();
+        // backends publish their counters when idle, within about 10 s
+        const settled = () => new Promise((r) => setTimeout(r, 11_500));
+        const stats = async () =>
+          (
+            await admin.query<{ relname: string; seq: string; read: string }>(`
         SELECT t.relname, t.seq_scan AS seq, t.seq_tup_read + COALESCE((SELECT SUM(i.idx_tup_read) FROM pg_stat_user_indexes i WHERE i.relid = t.relid), 0) AS read
-        FROM pg_stat_user_tables t WHERE t.relname IN ('OutboxMessage', 'DeliveryUsage')`)).rows;
-      await settled();
-      const before = await stats();
-      expect((await s.api('GET', '/api/budget')).status).toBe(200);
-      await settled();
-      const after = await stats();
-      const delta = (t: string, k: 'seq' | 'read') => Number(after.find((r) => r.relname === t)![k]) - Number(before.find((r) => r.relname === t)![k]);
-      expect({ outboxSeqScans: delta('OutboxMessage', 'seq'), usageSeqScans: delta('DeliveryUsage', 'seq') }).toEqual({ outboxSeqScans: 0, usageSeqScans: 0 });
-      // the workspace has 158 messages queued: counted twice (due, scheduled), and the heads of its queues read once
-      expect(delta('OutboxMessage', 'read')).toBeGreaterThan(0);
-      expect(delta('OutboxMessage', 'read')).toBeLessThan(1_000);
-    } finally {
-      await admin.end();
-    }
-  }, 90_000);
+        FROM pg_stat_user_tables t WHERE t.relname IN ('OutboxMessage', 'DeliveryUsage')`)
+          ).rows;
+        await settled();
+        const before = await stats();
+        expect((await s.api('GET', '/api/budget')).status).toBe(200);
+        await settled();
+        const after = await stats();
+        const delta = (t: string, k: 'seq' | 'read') =>
+          Number(after.find((r) => r.relname === t)![k]) - Number(before.find((r) => r.relname === t)![k]);
+        expect({ outboxSeqScans: delta('OutboxMessage', 'seq'), usageSeqScans: delta('DeliveryUsage', 'seq') }).toEqual({
+          outboxSeqScans: 0,
+          usageSeqScans: 0,
+        });
+        // the workspace has 158 messages queued: counted twice (due, scheduled), and the heads of its queues read once
+        expect(delta('OutboxMessage', 'read')).toBeGreaterThan(0);
+        expect(delta('OutboxMessage', 'read')).toBeLessThan(1_000);
+      } finally {
+        await admin.end();
+      }
+    },
+    90_000,
+  );
 });

@@ -18,14 +18,18 @@ import { startServiceEmulator, type ServiceEmulator } from '../../sandbox/servic
 const root = path.resolve(__dirname, '..', '..');
 const API_KEY = 'build-client-id';
 const API_SECRET = 'build-client-secret-0123456789';
-const PG_URL = /^postgres(ql)?:\/\//i.test(process.env.DATABASE_URL ?? '') ? process.env.DATABASE_URL! : 'postgresql://postgres@127.0.0.1:5432/postgres';
+const PG_URL = /^postgres(ql)?:\/\//i.test(process.env.DATABASE_URL ?? '')
+  ? process.env.DATABASE_URL!
+  : 'postgresql://postgres@127.0.0.1:5432/postgres';
 
 /** Whether a PostgreSQL server answers, asked synchronously so the skip shows in the test's name. */
 function pgUnreachableReason(): string | null {
   const probe = `const pg = require('pg'); const c = new pg.Client({ connectionString: process.argv[1], connectionTimeoutMillis: 3000 });
     c.connect().then(() => c.end()).then(() => process.exit(0), (e) => { console.error(e.message); process.exit(1); });`;
   const r = spawnSync(process.execPath, ['-e', probe, PG_URL], { cwd: root, encoding: 'utf8', timeout: 10_000 });
-  return r.status === 0 ? null : `no PostgreSQL server answers at ${PG_URL.replace(/\/\/[^@]*@/, '//')}: ${(r.stderr || 'timed out').trim().split('\n')[0]}`;
+  return r.status === 0
+    ? null
+    : `no PostgreSQL server answers at ${PG_URL.replace(/\/\/[^@]*@/, '//')}: ${(r.stderr || 'timed out').trim().split('\n')[0]}`;
 }
 const pgSkip = pgUnreachableReason();
 
@@ -83,7 +87,9 @@ describe('one build serves both databases', () => {
     fs.symlinkSync(path.join(root, 'node_modules'), path.join(tmp, 'node_modules'), 'dir');
     guard = path.join(tmp, 'no-network.cjs');
     fs.writeFileSync(guard, NETWORK_GUARD);
-    const build = await run(process.execPath, [path.join(root, 'scripts', 'build.mjs'), '--out-dir', out, '--reuse-clients'], { cwd: root });
+    const build = await run(process.execPath, [path.join(root, 'scripts', 'build.mjs'), '--out-dir', out, '--reuse-clients'], {
+      cwd: root,
+    });
     if (build.code !== 0) throw new Error(`build failed (${build.code}):\n${build.output.slice(-3000)}`);
     [emulator, shop] = await Promise.all([
       startServiceEmulator({ host: '127.0.0.1' }),
@@ -102,9 +108,17 @@ describe('one build serves both databases', () => {
 
   function env(databaseUrl: string): Record<string, string> {
     return {
-      PATH: process.env.PATH ?? '', NODE_ENV: 'test', SANDBOX: '1', PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: databaseUrl,
-      SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: emulator.url,
-      SHOPIFY_ADMIN_ORIGIN: shop.url, SERVICE_TIMEOUT_MS: '2000',
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'test',
+      SANDBOX: '1',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      DATABASE_URL: databaseUrl,
+      SHOPIFY_API_KEY: API_KEY,
+      SHOPIFY_API_SECRET: API_SECRET,
+      SERVICE_BASE_URL: emulator.url,
+      SHOPIFY_ADMIN_ORIGIN: shop.url,
+      SERVICE_TIMEOUT_MS: '2000',
     };
   }
 
@@ -112,7 +126,11 @@ describe('one build serves both databases', () => {
   async function startBuilt(databaseUrl: string): Promise<Child> {
     const logFile = path.join(tmp, `app-${children.length}.log`);
     const fd = fs.openSync(logFile, 'a');
-    const child = spawn(process.execPath, ['--require', guard, path.join(out, 'src', 'main.js')], { cwd: tmp, env: env(databaseUrl), stdio: ['ignore', fd, fd] });
+    const child = spawn(process.execPath, ['--require', guard, path.join(out, 'src', 'main.js')], {
+      cwd: tmp,
+      env: env(databaseUrl),
+      stdio: ['ignore', fd, fd],
+    });
     fs.closeSync(fd);
     children.push(child);
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -140,9 +158,17 @@ describe('one build serves both databases', () => {
   /** The shipped migrations (name → sha256), read from the build's own copy. */
   function shippedMigrations(provider: 'sqlite' | 'postgres'): Record<string, string> {
     const dir = path.join(out, 'prisma', provider, 'migrations');
-    return Object.fromEntries(fs.readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => [
-      d.name, createHash('sha256').update(fs.readFileSync(path.join(dir, d.name, 'migration.sql'), 'utf8')).digest('hex'),
-    ]));
+    return Object.fromEntries(
+      fs
+        .readdirSync(dir, { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => [
+          d.name,
+          createHash('sha256')
+            .update(fs.readFileSync(path.join(dir, d.name, 'migration.sql'), 'utf8'))
+            .digest('hex'),
+        ]),
+    );
   }
 
   /** Installs and connects a shop on the running app, sends a signed orders/create, waits for the event. */
@@ -158,7 +184,12 @@ describe('one build serves both databases', () => {
     // installed by token exchange with the fake Shopify, keyed by the emulator
     expect(shop.tokenStats(domain).exchanges).toBeGreaterThanOrEqual(1);
     const order = sampleOrder(4242);
-    const hook = await shop.sendWebhook(app.url, { topic: 'orders/create', shopDomain: domain, payload: order, webhookId: `build-${domain}` });
+    const hook = await shop.sendWebhook(app.url, {
+      topic: 'orders/create',
+      shopDomain: domain,
+      payload: order,
+      webhookId: `build-${domain}`,
+    });
     expect(hook.status).toBe(200);
     for (const end = Date.now() + 15_000; ;) {
       const events = emulator.events({ workspaceId: ws.id, eventName: 'order_placed' });
@@ -178,7 +209,11 @@ describe('one build serves both databases', () => {
     expect(Object.keys(shippedMigrations('sqlite')).length).toBeGreaterThan(0);
     expect(Object.keys(shippedMigrations('postgres')).length).toBeGreaterThan(0);
     // the guard refuses a connection off this machine (so a passing run means none was made)
-    const probe = await run(process.execPath, ['--require', guard, '-e', "fetch('http://example.com/').then(() => console.log('reached'), () => console.log('failed'))"], { cwd: tmp });
+    const probe = await run(
+      process.execPath,
+      ['--require', guard, '-e', "fetch('http://example.com/').then(() => console.log('reached'), () => console.log('failed'))"],
+      { cwd: tmp },
+    );
     expect(probe.output).toContain('NETWORK REFUSED: example.com');
     expect(probe.output).not.toContain('reached');
   });
@@ -192,7 +227,10 @@ describe('one build serves both databases', () => {
     expect(migrate.output).not.toContain('NETWORK REFUSED');
     const db = new Database(path.join(tmp, 'data', 'app.db'), { readonly: true });
     try {
-      const rows = db.prepare('SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL').all() as Array<{ migration_name: string; checksum: string }>;
+      const rows = db.prepare('SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL').all() as Array<{
+        migration_name: string;
+        checksum: string;
+      }>;
       expect(Object.fromEntries(rows.map((r) => [r.migration_name, r.checksum]))).toEqual(shipped);
     } finally {
       db.close();
@@ -207,38 +245,50 @@ describe('one build serves both databases', () => {
     expect(app.log()).not.toContain('NETWORK REFUSED');
   }, 60_000);
 
-  (pgSkip ? it.skip : it)(`PostgreSQL: the same build migrates at start, connects a shop and delivers an order${pgSkip ? ` (skipped: ${pgSkip})` : ''}`, async () => {
-    const name = `build_${Date.now().toString(36)}_${process.pid}`;
-    const admin = new pg.Client({ connectionString: PG_URL });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE "${name}"`);
-    const u = new URL(PG_URL);
-    u.pathname = `/${name}`;
-    try {
-      const app = await startBuilt(u.toString());
+  (pgSkip ? it.skip : it)(
+    `PostgreSQL: the same build migrates at start, connects a shop and delivers an order${pgSkip ? ` (skipped: ${pgSkip})` : ''}`,
+    async () => {
+      const name = `build_${Date.now().toString(36)}_${process.pid}`;
+      const admin = new pg.Client({ connectionString: PG_URL });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE "${name}"`);
+      const u = new URL(PG_URL);
+      u.pathname = `/${name}`;
       try {
-        expect(app.log()).toMatch(/"database":"postgres"[^\n]*connector listening/);
-        const c = new pg.Client({ connectionString: u.toString() });
-        await c.connect();
+        const app = await startBuilt(u.toString());
         try {
-          const rows = (await c.query<{ migration_name: string; checksum: string }>('SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL')).rows;
-          expect(Object.fromEntries(rows.map((r) => [r.migration_name, r.checksum]))).toEqual(shippedMigrations('postgres'));
+          expect(app.log()).toMatch(/"database":"postgres"[^\n]*connector listening/);
+          const c = new pg.Client({ connectionString: u.toString() });
+          await c.connect();
+          try {
+            const rows = (
+              await c.query<{ migration_name: string; checksum: string }>(
+                'SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL',
+              )
+            ).rows;
+            expect(Object.fromEntries(rows.map((r) => [r.migration_name, r.checksum]))).toEqual(shippedMigrations('postgres'));
+          } finally {
+            await c.end();
+          }
+          await connectAndDeliver(app, 'built-postgres.myshopify.com');
         } finally {
-          await c.end();
+          await app.stop();
         }
-        await connectAndDeliver(app, 'built-postgres.myshopify.com');
+        expect(app.log()).not.toContain('NETWORK REFUSED');
       } finally {
-        await app.stop();
+        await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+        await admin.end();
       }
-      expect(app.log()).not.toContain('NETWORK REFUSED');
-    } finally {
-      await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await admin.end();
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });
 
-function run(cmd: string, args: string[], opts: { cwd: string; env?: Record<string, string> }): Promise<{ code: number | null; output: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string> },
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';

@@ -26,14 +26,21 @@ describe(`connecting a shop to its workspace (${testProvider})`, () => {
   it('answers 400 with a clear message to a malformed body', async () => {
     expect((await s.api('PUT', '/api/connection', { key: 'x' })).status).toBe(400);
     expect((await s.api('PUT', '/api/connection', '{"api_key":')).body.error.code).toBe('invalid_json');
-    expect((await s.api('PUT', '/api/connection', { api_key: 'short' })).body.error.message).toMatch(/api_key: the API key looks too short/);
+    expect((await s.api('PUT', '/api/connection', { api_key: 'short' })).body.error.message).toMatch(
+      /api_key: the API key looks too short/,
+    );
   });
 
   it('binds the shop to the workspace the service returns, with the shop id and name from Shopify', async () => {
     const ws = s.emulator.createWorkspace({ name: 'Acme Mail' });
     const res = await s.api('PUT', '/api/connection', { api_key: ws.apiKey });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'connected', workspace_id: ws.id, workspace_name: 'Acme Mail', key_hint: `…${ws.apiKey.slice(-4)}` });
+    expect(res.body).toMatchObject({
+      status: 'connected',
+      workspace_id: ws.id,
+      workspace_name: 'Acme Mail',
+      key_hint: `…${ws.apiKey.slice(-4)}`,
+    });
     expect(s.emulator.shops(ws.id)).toEqual({ '548380009': 'Demo Store' });
     const validate = s.emulator.requests().filter((r) => r.path.includes('api_key/validate'));
     expect(validate.at(-1)?.headers.authorization).toBeDefined();
@@ -96,7 +103,11 @@ describe(`connecting a shop to its workspace (${testProvider})`, () => {
     // saving a valid key resumes what was held
     const fresh = s.emulator.createWorkspace({ name: 'Fixed' });
     await s.api('PUT', '/api/connection', { api_key: fresh.apiKey });
-    await s.until(() => s.emulator.events({ workspaceId: fresh.id }).filter((e) => e.event_attribute.source_id === 'wh-while-invalid'), 5000, 'held event resumed');
+    await s.until(
+      () => s.emulator.events({ workspaceId: fresh.id }).filter((e) => e.event_attribute.source_id === 'wh-while-invalid'),
+      5000,
+      'held event resumed',
+    );
   });
 
   it('uninstall deletes sessions and holds deliveries; shop/redact then leaves no row for the shop in any table', async () => {

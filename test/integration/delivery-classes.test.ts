@@ -14,11 +14,25 @@ const BEHAVIOUR = 2;
 const HISTORY = 3;
 
 /** Queues `n` messages of one event and class for a shop, due at `dueAt` (straight into the outbox). */
-async function queue(db: Db, shopId: string, n: number, eventName: string, deliveryClass: number, prefix: string, dueAt = new Date()): Promise<void> {
+async function queue(
+  db: Db,
+  shopId: string,
+  n: number,
+  eventName: string,
+  deliveryClass: number,
+  prefix: string,
+  dueAt = new Date(),
+): Promise<void> {
   const rows = Array.from({ length: n }, (_, i) => ({
-    shopId, sourceId: `${prefix}-${i}`, topic: 'test', eventName, deliveryClass, email: `${prefix}-${i}@example.com`,
+    shopId,
+    sourceId: `${prefix}-${i}`,
+    topic: 'test',
+    eventName,
+    deliveryClass,
+    email: `${prefix}-${i}@example.com`,
     body: JSON.stringify({ event_name: eventName, email: `${prefix}-${i}@example.com`, event_attribute: { source_id: `${prefix}-${i}` } }),
-    runAt: dueAt, dueAt,
+    runAt: dueAt,
+    dueAt,
   }));
   for (let i = 0; i < rows.length; i += 500) await db.outboxMessage.createMany({ data: rows.slice(i, i + 500) });
   await lowerDue(db, testProvider, [{ shopId, runAt: dueAt }]);
@@ -27,7 +41,10 @@ async function queue(db: Db, shopId: string, n: number, eventName: string, deliv
 /** From due to accepted by the service, for the order events of a workspace (ms). */
 async function orderLatencies(s: Stack, workspaceId: string): Promise<number[]> {
   const events = s.emulator.events({ workspaceId, eventName: 'order_placed' });
-  const rows = await s.app.db.outboxMessage.findMany({ where: { eventName: 'order_placed', sourceId: { in: events.map((e) => String(e.event_attribute.source_id)) } }, select: { sourceId: true, dueAt: true } });
+  const rows = await s.app.db.outboxMessage.findMany({
+    where: { eventName: 'order_placed', sourceId: { in: events.map((e) => String(e.event_attribute.source_id)) } },
+    select: { sourceId: true, dueAt: true },
+  });
   const due = new Map(rows.map((r) => [r.sourceId, r.dueAt.getTime()]));
   return events.map((e) => e.receivedAt - due.get(String(e.event_attribute.source_id))!);
 }
@@ -73,7 +90,12 @@ describe(`delivery classes (${testProvider})`, () => {
     await s.until(() => s.emulator.events({ workspaceId: a.workspaceId }).length >= 600, 30_000, '600 sends');
     const events = s.emulator.events({ workspaceId: a.workspaceId }).slice(0, 600);
     const sends = s.emulator.requests().filter((r) => r.workspaceId === a.workspaceId && r.path.includes('/webhook/send'));
-    const report = { history: shareOf(events, 'order_imported'), behaviour: shareOf(events, 'viewed_product'), maxPerSecond: maxInWindow(sends.map((r) => r.at)), count429: sends.filter((r) => r.status === 429).length };
+    const report = {
+      history: shareOf(events, 'order_imported'),
+      behaviour: shareOf(events, 'viewed_product'),
+      maxPerSecond: maxInWindow(sends.map((r) => r.at)),
+      count429: sends.filter((r) => r.status === 429).length,
+    };
     console.log(`floors (${testProvider}): ${JSON.stringify(report)}`);
     expect(Math.abs(report.history - 0.05)).toBeLessThanOrEqual(0.02);
     expect(report.behaviour).toBeGreaterThanOrEqual(0.93);
@@ -103,12 +125,19 @@ describe(`delivery classes (${testProvider})`, () => {
     await queue(s.app.db, ws.shopId, 2, 'viewed_product', BEHAVIOUR, 'fresh');
     s.app.notifyQueued(ws.shopId);
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 2, 10_000, 'the fresh views');
-    await s.until(async () => (await s.app.db.outboxMessage.count({ where: { shopId: ws.shopId, status: 'expired' } })) === 5, 10_000, '5 expired');
+    await s.until(
+      async () => (await s.app.db.outboxMessage.count({ where: { shopId: ws.shopId, status: 'expired' } })) === 5,
+      10_000,
+      '5 expired',
+    );
     const sent = s.emulator.events({ workspaceId: ws.workspaceId }).map((e) => String(e.event_attribute.source_id));
     expect(sent.sort()).toEqual(['fresh-0', 'fresh-1']);
     const log = await s.api('GET', '/api/deliveries?status=expired', undefined, 'stale.myshopify.com');
     expect(log.body.deliveries).toHaveLength(5);
-    expect(log.body.deliveries[0]).toMatchObject({ status: 'expired', last_error: expect.stringContaining('no longer useful 24 h after it was due') });
+    expect(log.body.deliveries[0]).toMatchObject({
+      status: 'expired',
+      last_error: expect.stringContaining('no longer useful 24 h after it was due'),
+    });
     const metrics = await (await fetch(`${s.app.url}/metrics`)).text();
     expect(metrics).toMatch(/connector_class_expired_total\{class="behaviour"\} 5/);
     // and the budget view's counts: written by the worker within a few seconds
@@ -139,8 +168,14 @@ describe(`delivery classes across worker processes (${testProvider})`, () => {
     await queue(s.app.db, a.shopId, 1000, 'viewed_product', BEHAVIOUR, 'pa');
     await queue(s.app.db, b.id, 1000, 'order_imported', HISTORY, 'pb');
     const env = {
-      DATABASE_URL: s.database.url, SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: s.emulator.url,
-      SHOPIFY_ADMIN_ORIGIN: s.shop.url, SERVICE_TIMEOUT_MS: '2000', ROLE: 'worker', WORKER_LANES: '1',
+      DATABASE_URL: s.database.url,
+      SHOPIFY_API_KEY: API_KEY,
+      SHOPIFY_API_SECRET: API_SECRET,
+      SERVICE_BASE_URL: s.emulator.url,
+      SHOPIFY_ADMIN_ORIGIN: s.shop.url,
+      SERVICE_TIMEOUT_MS: '2000',
+      ROLE: 'worker',
+      WORKER_LANES: '1',
       // the emulator counts by its own clock in this busy test process: room for its jitter (processes.test.ts)
       SERVICE_RATE_GUARD_MS: '100',
     };
@@ -148,7 +183,12 @@ describe(`delivery classes across worker processes (${testProvider})`, () => {
     children.push(...workers);
     // an order of shop B a second for 10 s, behind both backlogs
     for (let i = 0; i < 10; i++) {
-      await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'procs-b.myshopify.com', payload: sampleOrder(9000 + i), webhookId: `procs-order-${i}` });
+      await s.shop.sendWebhook(s.app.url, {
+        topic: 'orders/create',
+        shopDomain: 'procs-b.myshopify.com',
+        payload: sampleOrder(9000 + i),
+        webhookId: `procs-order-${i}`,
+      });
       await new Promise((r) => setTimeout(r, 1000));
     }
     await s.until(() => s.emulator.events({ workspaceId: a.workspaceId, eventName: 'order_placed' }).length >= 10, 15_000, 'the 10 orders');
@@ -157,8 +197,12 @@ describe(`delivery classes across worker processes (${testProvider})`, () => {
     const sends = s.emulator.requests().filter((r) => r.workspaceId === a.workspaceId && r.path.includes('/webhook/send'));
     const attempts = await s.app.db.deliveryAttempt.groupBy({ by: ['workerId'], _count: { _all: true } });
     const report = {
-      orderMaxMs: Math.max(...latencies), history: Number(shareOf(events, 'order_imported').toFixed(3)), sends: events.length,
-      maxPerSecond: maxInWindow(sends.map((r) => r.at)), count429: sends.filter((r) => r.status === 429).length, perWorker: attempts.map((w) => w._count._all),
+      orderMaxMs: Math.max(...latencies),
+      history: Number(shareOf(events, 'order_imported').toFixed(3)),
+      sends: events.length,
+      maxPerSecond: maxInWindow(sends.map((r) => r.at)),
+      count429: sends.filter((r) => r.status === 429).length,
+      perWorker: attempts.map((w) => w._count._all),
     };
     console.log(`classes across processes (${testProvider}): ${JSON.stringify(report)}`);
     expect(report.orderMaxMs).toBeLessThanOrEqual(2000);

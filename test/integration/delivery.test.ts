@@ -4,7 +4,12 @@ import { testProvider } from '../helpers/db';
 import { tablesContaining } from '../helpers/rows';
 import { startStack, type Stack } from '../helpers/stack';
 
-async function sendAll(s: Stack, items: Array<{ topic: string; payload: unknown; webhookId: string }>, concurrency: number, domain: string): Promise<void> {
+async function sendAll(
+  s: Stack,
+  items: Array<{ topic: string; payload: unknown; webhookId: string }>,
+  concurrency: number,
+  domain: string,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -38,10 +43,18 @@ describe(`paced delivery (${testProvider})`, () => {
     await sendAll(s, orders, 16, 'burst.myshopify.com');
     const ingestMs = Date.now() - started;
     // stage 2 maps the burst while delivery is stopped: the drain below times delivery alone
-    await s.until(async () => (await s.app.db.webhookReceipt.count({ where: { processedAt: null } })) === 0, 60_000, 'the burst processed by stage 2');
+    await s.until(
+      async () => (await s.app.db.webhookReceipt.count({ where: { processedAt: null } })) === 0,
+      60_000,
+      'the burst processed by stage 2',
+    );
     const drainStart = Date.now();
     s.app.worker.start();
-    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_placed' }).length >= 1000, 60_000, '1000 events');
+    await s.until(
+      () => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_placed' }).length >= 1000,
+      60_000,
+      '1000 events',
+    );
     const drainMs = Date.now() - drainStart;
     await new Promise((r) => setTimeout(r, 300));
     const events = s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_placed' });
@@ -49,7 +62,15 @@ describe(`paced delivery (${testProvider})`, () => {
     // the pacer's efficiency from the service's own log: sends per second between the first and the last send
     const spanS = (Math.max(...times) - Math.min(...times)) / 1000;
     const rateOfLimit = Number(((times.length - 1) / spanS / 200).toFixed(3));
-    const report = { events: events.length, distinct: new Set(events.map((e) => e.event_attribute.source_id)).size, maxPerSecond: maxInWindow(times), count429: statuses.filter((x) => x === 429).length, ingestMs, drainMs, rateOfLimit };
+    const report = {
+      events: events.length,
+      distinct: new Set(events.map((e) => e.event_attribute.source_id)).size,
+      maxPerSecond: maxInWindow(times),
+      count429: statuses.filter((x) => x === 429).length,
+      ingestMs,
+      drainMs,
+      rateOfLimit,
+    };
     console.log(`burst (${testProvider}): ${JSON.stringify(report)}`);
     expect(report).toMatchObject({ events: 1000, distinct: 1000, count429: 0 });
     expect(report.maxPerSecond).toBeLessThanOrEqual(200);
@@ -70,14 +91,21 @@ describe(`paced delivery (${testProvider})`, () => {
     const ws = await s.connectShop('paced.myshopify.com');
     const started = Date.now();
     for (let i = 0; i < 60; i++) {
-      const res = await s.shop.sendWebhook(s.app.url, { topic: 'orders/paid', shopDomain: 'paced.myshopify.com', payload: sampleOrder(i), webhookId: `paced-${i}` });
+      const res = await s.shop.sendWebhook(s.app.url, {
+        topic: 'orders/paid',
+        shopDomain: 'paced.myshopify.com',
+        payload: sampleOrder(i),
+        webhookId: `paced-${i}`,
+      });
       expect(res.status).toBe(200);
     }
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 60, 30_000, '60 events');
     const drainMs = Date.now() - started;
     const { times, statuses } = sendTimes(s, ws.workspaceId);
     const rate = 60 / ((Math.max(...times) - Math.min(...times)) / 1000 + 0.1);
-    console.log(`real 10/s (${testProvider}): ${JSON.stringify({ drainMs, maxPerSecond: maxInWindow(times), count429: statuses.filter((x) => x === 429).length, rate: rate.toFixed(2) })}`);
+    console.log(
+      `real 10/s (${testProvider}): ${JSON.stringify({ drainMs, maxPerSecond: maxInWindow(times), count429: statuses.filter((x) => x === 429).length, rate: rate.toFixed(2) })}`,
+    );
     expect(new Set(s.emulator.events({ workspaceId: ws.workspaceId }).map((e) => e.event_attribute.source_id)).size).toBe(60);
     expect(maxInWindow(times)).toBeLessThanOrEqual(10);
     expect(statuses.filter((x) => x === 429)).toEqual([]);
@@ -87,13 +115,22 @@ describe(`paced delivery (${testProvider})`, () => {
   it('sends a 400 straight to dead with the service message, and a manual retry delivers it', async () => {
     const ws = await s.connectShop('dead.myshopify.com');
     s.emulator.injectFault({ mode: 'status400', count: 1, path: '/webhook/send' });
-    await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'dead.myshopify.com', payload: sampleOrder(5000), webhookId: 'dead-1' });
+    await s.shop.sendWebhook(s.app.url, {
+      topic: 'orders/create',
+      shopDomain: 'dead.myshopify.com',
+      payload: sampleOrder(5000),
+      webhookId: 'dead-1',
+    });
     const dead = (await s.until(() => s.app.db.outboxMessage.findFirst({ where: { sourceId: 'dead-1', status: 'dead' } }), 5000, 'dead'))!;
     expect(dead.lastError).toEqual(expect.any(String));
     expect(dead.attempts).toBe(1);
     const res = await s.api('POST', `/api/deliveries/${dead.id}/retry`, undefined, 'dead.myshopify.com');
     expect(res.status).toBe(202);
-    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).filter((e) => e.event_attribute.source_id === 'dead-1'), 5000, 'retried');
+    await s.until(
+      () => s.emulator.events({ workspaceId: ws.workspaceId }).filter((e) => e.event_attribute.source_id === 'dead-1'),
+      5000,
+      'retried',
+    );
     expect((await s.api('POST', `/api/deliveries/${dead.id}/retry`, undefined, 'dead.myshopify.com')).status).toBe(409);
     expect((await s.api('POST', `/api/deliveries/999999/retry`, undefined, 'dead.myshopify.com')).status).toBe(404);
   });
@@ -101,8 +138,18 @@ describe(`paced delivery (${testProvider})`, () => {
   it('a 401 marks the connection invalid_key and holds the shop’s messages until a valid key is saved', async () => {
     const ws = await s.connectShop('revoked.myshopify.com');
     s.emulator.revokeKey(ws.apiKey);
-    for (let i = 0; i < 3; i++) await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'revoked.myshopify.com', payload: sampleOrder(6000 + i), webhookId: `revoked-${i}` });
-    await s.until(async () => (await s.app.db.outboxMessage.count({ where: { sourceId: { startsWith: 'revoked-' }, status: 'held' } })) === 3, 5000, 'held');
+    for (let i = 0; i < 3; i++)
+      await s.shop.sendWebhook(s.app.url, {
+        topic: 'orders/create',
+        shopDomain: 'revoked.myshopify.com',
+        payload: sampleOrder(6000 + i),
+        webhookId: `revoked-${i}`,
+      });
+    await s.until(
+      async () => (await s.app.db.outboxMessage.count({ where: { sourceId: { startsWith: 'revoked-' }, status: 'held' } })) === 3,
+      5000,
+      'held',
+    );
     expect((await s.api('GET', '/api/connection', undefined, 'revoked.myshopify.com')).body.status).toBe('invalid_key');
     const key = s.emulator.createKey(ws.workspaceId, 'replacement');
     expect((await s.api('PUT', '/api/connection', { api_key: key }, 'revoked.myshopify.com')).status).toBe(200);
@@ -132,14 +179,28 @@ describe(`failures and the clock (${testProvider})`, () => {
   it('survives an outage (500s through several retry rounds) and a 429 storm: all delivered once', async () => {
     const ws = await s.connectShop('outage.myshopify.com', { rateLimit: 100 });
     s.emulator.injectFault({ mode: 'status500', count: 10_000, path: '/webhook/send' });
-    for (let i = 0; i < 30; i++) await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'outage.myshopify.com', payload: sampleOrder(7000 + i), webhookId: `outage-${i}` });
+    for (let i = 0; i < 30; i++)
+      await s.shop.sendWebhook(s.app.url, {
+        topic: 'orders/create',
+        shopDomain: 'outage.myshopify.com',
+        payload: sampleOrder(7000 + i),
+        webhookId: `outage-${i}`,
+      });
     // let every message fail three rounds (5 s, 30 s, 2 min of backoff on the app's clock)
-    await drive(async () => (await s.app.db.outboxMessage.count({ where: { sourceId: { startsWith: 'outage-' }, attempts: { gte: 3 }, status: 'queued' } })) === 30);
+    await drive(
+      async () =>
+        (await s.app.db.outboxMessage.count({ where: { sourceId: { startsWith: 'outage-' }, attempts: { gte: 3 }, status: 'queued' } })) ===
+        30,
+    );
     s.emulator.clearFaults();
     s.emulator.injectFault({ mode: 'status429', count: 40, path: '/webhook/send' });
     await drive(async () => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 30);
     const ids = s.emulator.events({ workspaceId: ws.workspaceId }).map((e) => e.event_attribute.source_id);
-    const outcomes = await s.app.db.deliveryAttempt.groupBy({ by: ['outcome'], _count: { _all: true }, where: { message: { sourceId: { startsWith: 'outage-' } } } });
+    const outcomes = await s.app.db.deliveryAttempt.groupBy({
+      by: ['outcome'],
+      _count: { _all: true },
+      where: { message: { sourceId: { startsWith: 'outage-' } } },
+    });
     console.log(`outage (${testProvider}): ${JSON.stringify(outcomes.map((o) => [o.outcome, o._count._all]))}`);
     expect(ids).toHaveLength(30);
     expect(new Set(ids).size).toBe(30);
@@ -156,15 +217,25 @@ describe(`failures and the clock (${testProvider})`, () => {
   it('a 403 pauses the workspace, and delivery resumes after the pause', async () => {
     const ws = await s.connectShop('blocked.myshopify.com');
     s.emulator.injectFault({ mode: 'status403', count: 1, path: '/webhook/send' });
-    await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'blocked.myshopify.com', payload: sampleOrder(8000), webhookId: 'blocked-1' });
-    const pacer = (await s.until(() => s.app.db.workspacePacer.findFirst({ where: { workspaceId: ws.workspaceId, pausedUntil: { not: null } } }), 5000, 'paused'))!;
+    await s.shop.sendWebhook(s.app.url, {
+      topic: 'orders/create',
+      shopDomain: 'blocked.myshopify.com',
+      payload: sampleOrder(8000),
+      webhookId: 'blocked-1',
+    });
+    const pacer = (await s.until(
+      () => s.app.db.workspacePacer.findFirst({ where: { workspaceId: ws.workspaceId, pausedUntil: { not: null } } }),
+      5000,
+      'paused',
+    ))!;
     expect(pacer.pausedUntil!.getTime()).toBeGreaterThan(clock.now().getTime());
     await drive(async () => s.emulator.events({ workspaceId: ws.workspaceId }).length === 1);
   });
 
   it('fires checkout_abandoned after the delay when no order came, and never when the order came', async () => {
     const ws = await s.connectShop('checkout.myshopify.com');
-    const send = (topic: string, payload: unknown, id: string) => s.shop.sendWebhook(s.app.url, { topic, shopDomain: 'checkout.myshopify.com', payload, webhookId: id });
+    const send = (topic: string, payload: unknown, id: string) =>
+      s.shop.sendWebhook(s.app.url, { topic, shopDomain: 'checkout.myshopify.com', payload, webhookId: id });
     const abandoned = sampleCheckout(1, { at: clock.now() });
     const bought = sampleCheckout(2, { at: clock.now() });
     const boughtByEmail = sampleCheckout(3, { at: clock.now() });
@@ -190,12 +261,22 @@ describe(`failures and the clock (${testProvider})`, () => {
   it('customers/redact deletes the contact at the service and leaves the email in no table', async () => {
     const ws = await s.connectShop('redact.myshopify.com');
     const c = sampleCustomer(42);
-    const send = (topic: string, payload: unknown, id: string) => s.shop.sendWebhook(s.app.url, { topic, shopDomain: 'redact.myshopify.com', payload, webhookId: id });
+    const send = (topic: string, payload: unknown, id: string) =>
+      s.shop.sendWebhook(s.app.url, { topic, shopDomain: 'redact.myshopify.com', payload, webhookId: id });
     await send('customers/create', c, 'rc-1');
     await send('orders/create', sampleOrder(9042, { customer: 42 }), 'rc-2');
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 2, 5000, 'customer events');
     expect(await tablesContaining(s.app.db, c.email)).not.toEqual([]);
-    await send('customers/redact', { shop_id: 1, shop_domain: 'redact.myshopify.com', customer: { id: c.id, email: c.email, phone: null }, orders_to_redact: [5000000009042] }, 'rc-redact');
+    await send(
+      'customers/redact',
+      {
+        shop_id: 1,
+        shop_domain: 'redact.myshopify.com',
+        customer: { id: c.id, email: c.email, phone: null },
+        orders_to_redact: [5000000009042],
+      },
+      'rc-redact',
+    );
     await s.until(() => s.emulator.deletedContacts(ws.workspaceId).includes(c.email), 5000, 'contact deleted');
     await s.until(async () => (await s.app.db.outboxMessage.count({ where: { kind: 'contact_delete', status: 'delivered' } })) === 1, 5000);
     expect(await tablesContaining(s.app.db, c.email)).toEqual([]);

@@ -17,16 +17,25 @@ const REAL_KEY = Buffer.alloc(32, 42).toString('base64');
  */
 function devEnv(extra: Record<string, string>): Record<string, string> {
   return {
-    PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info',
+    PATH: process.env.PATH ?? '',
+    PORT: '0',
+    LOG_LEVEL: 'info',
     DATABASE_URL: `file:${path.join(os.tmpdir(), `dev-entry-${process.pid}.db`)}`,
-    SERVICE_BASE_URL: 'http://127.0.0.1:9', SHOPIFY_ADMIN_ORIGIN: 'http://127.0.0.1:9',
+    SERVICE_BASE_URL: 'http://127.0.0.1:9',
+    SHOPIFY_ADMIN_ORIGIN: 'http://127.0.0.1:9',
     ...extra,
   };
 }
 
 function runDev(env: Record<string, string>) {
   // SIGKILL at the deadline: a dev entry that does start is never left running behind the test
-  return spawnSync(process.execPath, ['--import', 'tsx', DEV], { cwd: ROOT, env, encoding: 'utf8', timeout: 20_000, killSignal: 'SIGKILL' });
+  return spawnSync(process.execPath, ['--import', 'tsx', DEV], {
+    cwd: ROOT,
+    env,
+    encoding: 'utf8',
+    timeout: 20_000,
+    killSignal: 'SIGKILL',
+  });
 }
 
 /** The local addresses (hex, as /proc/net/tcp* writes them) listening on `port`. */
@@ -49,7 +58,9 @@ describe('npm run dev (sandbox/dev.ts)', () => {
   it('refuses NODE_ENV=production with one line, and starts nothing', () => {
     const res = runDev(devEnv({ NODE_ENV: 'production' }));
     expect(res.status).toBe(1);
-    expect(res.stderr.trim().split('\n')).toEqual(['config error: npm run dev is the sandbox and refuses NODE_ENV=production; run the build with npm start']);
+    expect(res.stderr.trim().split('\n')).toEqual([
+      'config error: npm run dev is the sandbox and refuses NODE_ENV=production; run the build with npm start',
+    ]);
     expect(res.stdout).toBe('');
   });
 
@@ -60,7 +71,11 @@ describe('npm run dev (sandbox/dev.ts)', () => {
     const res = runDev(devEnv({ [name]: value }));
     expect(res.status).toBe(1);
     const lines = res.stderr.trim().split('\n');
-    expect(lines).toEqual([expect.stringMatching(new RegExp(`^config error: ${name} is not the sandbox's: npm run dev runs only on the published sandbox values`))]);
+    expect(lines).toEqual([
+      expect.stringMatching(
+        new RegExp(`^config error: ${name} is not the sandbox's: npm run dev runs only on the published sandbox values`),
+      ),
+    ]);
     expect(res.stderr).not.toContain(value);
     expect(res.stdout).toBe('');
   });
@@ -73,7 +88,11 @@ describe('npm run dev (sandbox/dev.ts)', () => {
     afterAll(() => database.drop());
 
     it('listens on 127.0.0.1 only, never on every interface', async () => {
-      const child = spawn(process.execPath, ['--import', 'tsx', DEV], { cwd: ROOT, env: devEnv({ DATABASE_URL: database.url }), stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', DEV], {
+        cwd: ROOT,
+        env: devEnv({ DATABASE_URL: database.url }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
       child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

@@ -34,11 +34,13 @@ function diskFiles(s: Stack): Record<string, Buffer> {
 function filesHolding(files: Record<string, Buffer>, needle: string): string[] {
   const lower = needle.toLowerCase();
   return Object.entries(files)
-    .filter(([, bytes]) =>
-      bytes.toString('latin1').toLowerCase().includes(lower)
-      || bytes.includes(Buffer.from(needle, 'utf8'))
-      || bytes.includes(Buffer.from(needle, 'utf16le'))
-      || bytes.includes(Buffer.from(needle, 'utf16le').swap16()))
+    .filter(
+      ([, bytes]) =>
+        bytes.toString('latin1').toLowerCase().includes(lower) ||
+        bytes.includes(Buffer.from(needle, 'utf8')) ||
+        bytes.includes(Buffer.from(needle, 'utf16le')) ||
+        bytes.includes(Buffer.from(needle, 'utf16le').swap16()),
+    )
     .map(([name]) => name);
 }
 
@@ -48,7 +50,10 @@ function whereOnDisk(files: Record<string, Buffer>, needle: string): string {
   for (const [name, bytes] of Object.entries(files)) {
     const text = bytes.toString('latin1').toLowerCase();
     for (let at = text.indexOf(needle.toLowerCase()); at >= 0 && lines.length < 20; at = text.indexOf(needle.toLowerCase(), at + 1)) {
-      const around = bytes.subarray(Math.max(0, at - 120), at + needle.length + 60).toString('latin1').replace(/[^\x20-\x7e]/g, '.');
+      const around = bytes
+        .subarray(Math.max(0, at - 120), at + needle.length + 60)
+        .toString('latin1')
+        .replace(/[^\x20-\x7e]/g, '.');
       lines.push(`${name} offset ${at} (4 KiB block ${Math.floor(at / 4096)}): ${around}`);
     }
   }
@@ -56,7 +61,11 @@ function whereOnDisk(files: Record<string, Buffer>, needle: string): string {
 }
 
 /** Fills `domain` with customers first..first+CUSTOMERS_PER_SHOP-1 and their orders, all delivered. */
-async function fill(s: Stack, domain: string, first: number): Promise<{ workspaceId: string; customers: Array<ReturnType<typeof sampleCustomer>>; orderIds: Map<number, number[]> }> {
+async function fill(
+  s: Stack,
+  domain: string,
+  first: number,
+): Promise<{ workspaceId: string; customers: Array<ReturnType<typeof sampleCustomer>>; orderIds: Map<number, number[]> }> {
   const ws = await s.connectShop(domain, { rateLimit: 1000 });
   const customers = Array.from({ length: CUSTOMERS_PER_SHOP }, (_, i) => sampleCustomer(first + i, domain));
   const orderIds = new Map<number, number[]>();
@@ -71,17 +80,27 @@ async function fill(s: Stack, domain: string, first: number): Promise<{ workspac
     }
   });
   let next = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (next < hooks.length) {
-      const h = hooks[next++]!;
-      const res = await s.shop.sendWebhook(s.app.url, { topic: h.topic, shopDomain: domain, payload: h.payload, webhookId: h.id });
-      if (res.status !== 200) throw new Error(`webhook ${h.id} got ${res.status}`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < hooks.length) {
+        const h = hooks[next++]!;
+        const res = await s.shop.sendWebhook(s.app.url, { topic: h.topic, shopDomain: domain, payload: h.payload, webhookId: h.id });
+        if (res.status !== 200) throw new Error(`webhook ${h.id} got ${res.status}`);
+      }
+    }),
+  );
   await s.settle(30_000);
-  await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= hooks.length, 30_000, `${hooks.length} events delivered for ${domain}`);
+  await s.until(
+    () => s.emulator.events({ workspaceId: ws.workspaceId }).length >= hooks.length,
+    30_000,
+    `${hooks.length} events delivered for ${domain}`,
+  );
   // the service has them; their deliveries (and attempts) are recorded just after its answers
-  await s.until(async () => (await s.app.db.outboxMessage.count({ where: { status: 'delivering' } })) === 0, 10_000, `deliveries recorded for ${domain}`);
+  await s.until(
+    async () => (await s.app.db.outboxMessage.count({ where: { status: 'delivering' } })) === 0,
+    10_000,
+    `deliveries recorded for ${domain}`,
+  );
   return { workspaceId: ws.workspaceId, customers, orderIds };
 }
 
@@ -118,19 +137,33 @@ onSqlite(`erasure on disk, SQLite${skipNote('sqlite')}`, () => {
     expect(filesHolding(diskFiles(s), gone.email)).not.toEqual([]);
     expect(filesHolding(diskFiles(s), gone.phone!)).not.toEqual([]);
 
-    const res = await s.webhook('customers/redact', {
-      shop_id: Number(s.shop.getShop(domain)!.id), shop_domain: domain,
-      customer: { id: gone.id, email: gone.email.toUpperCase(), phone: gone.phone }, orders_to_redact: orderIds.get(goneNo),
-    }, { domain, webhookId: 'erase-customer-redact' });
+    const res = await s.webhook(
+      'customers/redact',
+      {
+        shop_id: Number(s.shop.getShop(domain)!.id),
+        shop_domain: domain,
+        customer: { id: gone.id, email: gone.email.toUpperCase(), phone: gone.phone },
+        orders_to_redact: orderIds.get(goneNo),
+      },
+      { domain, webhookId: 'erase-customer-redact' },
+    );
     expect(res.status).toBe(200);
     // the contact delete holds the address until it is sent; then its row keeps none
     await s.until(() => s.emulator.deletedContacts(workspaceId).includes(gone.email), 10_000, 'contact deleted at the service');
-    await s.until(async () => (await s.app.db.outboxMessage.count({ where: { kind: 'contact_delete', status: 'delivered', email: null } })) === 1, 10_000, 'contact delete recorded');
+    await s.until(
+      async () => (await s.app.db.outboxMessage.count({ where: { kind: 'contact_delete', status: 'delivered', email: null } })) === 1,
+      10_000,
+      'contact delete recorded',
+    );
 
     // after: nowhere on disk (the erasure may still be finishing its checkpoint: poll briefly)
     const leftovers = async () => {
       const files = diskFiles(s);
-      return { email: filesHolding(files, gone.email), phone: filesHolding(files, gone.phone!), phoneDigits: filesHolding(files, gone.phone!.slice(1)) };
+      return {
+        email: filesHolding(files, gone.email),
+        phone: filesHolding(files, gone.phone!),
+        phoneDigits: filesHolding(files, gone.phone!.slice(1)),
+      };
     };
     let left = await leftovers();
     for (const end = Date.now() + 5000; Date.now() < end && Object.values(left).some((f) => f.length > 0);) {
@@ -144,7 +177,7 @@ onSqlite(`erasure on disk, SQLite${skipNote('sqlite')}`, () => {
     expect(await s.app.db.orderSummary.count()).toBe((CUSTOMERS_PER_SHOP - 1) * ORDERS_PER_CUSTOMER);
   }, 90_000);
 
-  it('shop/redact leaves neither the shop domain nor its customers\' emails on disk', async () => {
+  it("shop/redact leaves neither the shop domain nor its customers' emails on disk", async () => {
     const domain = 'erase-whole-shop.myshopify.com';
     const keptDomain = 'erase-kept-shop.myshopify.com';
     const erased = await fill(s, domain, 101);
@@ -153,7 +186,11 @@ onSqlite(`erasure on disk, SQLite${skipNote('sqlite')}`, () => {
     expect(filesHolding(diskFiles(s), erased.customers[0]!.email)).not.toEqual([]);
 
     await s.webhook('app/uninstalled', { id: 1, domain, myshopify_domain: domain }, { domain, webhookId: 'erase-shop-uninstalled' });
-    const res = await s.webhook('shop/redact', { shop_id: Number(s.shop.getShop(domain)!.id), shop_domain: domain }, { domain, webhookId: 'erase-shop-redact' });
+    const res = await s.webhook(
+      'shop/redact',
+      { shop_id: Number(s.shop.getShop(domain)!.id), shop_domain: domain },
+      { domain, webhookId: 'erase-shop-redact' },
+    );
     expect(res.status).toBe(200);
     expect(await s.app.db.shop.count({ where: { domain } })).toBe(0);
 
@@ -190,7 +227,10 @@ onPostgres(`erasure on disk, PostgreSQL${skipNote('postgres')}`, () => {
   /** last_vacuum of each table, read fresh (statistics are cached per transaction otherwise). */
   async function lastVacuum(tables: string[]): Promise<Record<string, Date | null>> {
     await stats.query('SELECT pg_stat_clear_snapshot()');
-    const r = await stats.query<{ relname: string; last_vacuum: Date | null }>('SELECT relname, last_vacuum FROM pg_stat_user_tables WHERE relname = ANY($1)', [tables]);
+    const r = await stats.query<{ relname: string; last_vacuum: Date | null }>(
+      'SELECT relname, last_vacuum FROM pg_stat_user_tables WHERE relname = ANY($1)',
+      [tables],
+    );
     return Object.fromEntries(tables.map((t) => [t, r.rows.find((x) => x.relname === t)?.last_vacuum ?? null]));
   }
 
@@ -199,20 +239,38 @@ onPostgres(`erasure on disk, PostgreSQL${skipNote('postgres')}`, () => {
     await fill(s, domain, 301);
     const tables = ['OutboxMessage', 'WebhookReceipt', 'DeliveryAttempt', 'OrderSummary', 'CustomerDigest'];
     const before = await lastVacuum(tables);
-    const rows = await stats.query<{ n: string }>(`SELECT count(*) AS n FROM "OutboxMessage" m JOIN "Shop" s ON s.id = m."shopId" WHERE s.domain = $1`, [domain]);
+    const rows = await stats.query<{ n: string }>(
+      `SELECT count(*) AS n FROM "OutboxMessage" m JOIN "Shop" s ON s.id = m."shopId" WHERE s.domain = $1`,
+      [domain],
+    );
     expect(Number(rows.rows[0]!.n)).toBeGreaterThanOrEqual(200);
 
     await s.webhook('app/uninstalled', { id: 1, domain, myshopify_domain: domain }, { domain, webhookId: 'vacuum-uninstalled' });
     const startedAt = new Date();
-    const res = await s.webhook('shop/redact', { shop_id: Number(s.shop.getShop(domain)!.id), shop_domain: domain }, { domain, webhookId: 'vacuum-redact' });
+    const res = await s.webhook(
+      'shop/redact',
+      { shop_id: Number(s.shop.getShop(domain)!.id), shop_domain: domain },
+      { domain, webhookId: 'vacuum-redact' },
+    );
     expect(res.status).toBe(200);
     expect(await s.app.db.shop.count({ where: { domain } })).toBe(0);
 
     // the statistics of a VACUUM show up shortly after it ends: poll
-    const after = await s.until(async () => {
-      const v = await lastVacuum(tables);
-      return tables.every((t) => v[t] !== null && v[t]!.getTime() >= startedAt.getTime() - 1000 && (before[t] === null || v[t]!.getTime() > before[t]!.getTime())) ? v : null;
-    }, 15_000, 'last_vacuum of the redacted tables');
+    const after = await s.until(
+      async () => {
+        const v = await lastVacuum(tables);
+        return tables.every(
+          (t) =>
+            v[t] !== null &&
+            v[t]!.getTime() >= startedAt.getTime() - 1000 &&
+            (before[t] === null || v[t]!.getTime() > before[t]!.getTime()),
+        )
+          ? v
+          : null;
+      },
+      15_000,
+      'last_vacuum of the redacted tables',
+    );
     for (const t of tables) expect(after[t]).toBeInstanceOf(Date);
   }, 90_000);
 });

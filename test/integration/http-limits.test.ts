@@ -49,7 +49,10 @@ describe(`HTTP limits on a client (${testProvider})`, () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     const config = testConfig(database.url, {
-      ROLE: 'web', HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_MS), HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_MS), HTTP_KEEP_ALIVE_TIMEOUT_MS: '5000',
+      ROLE: 'web',
+      HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_MS),
+      HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_MS),
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: '5000',
     });
     app = await startServer(config, { logger: createLogger('silent'), host: '127.0.0.1' });
   });
@@ -59,7 +62,12 @@ describe(`HTTP limits on a client (${testProvider})`, () => {
   });
 
   it('cuts off a client that sends its headers slowly, with 408, within the headers timeout', async () => {
-    const r = await trickle(app.port, 'POST /webhooks HTTP/1.1\r\nHost: connector\r\n', (i) => `X-Slow-${i}: y\r\n`, HEADERS_MS + SLACK_MS + 3_000);
+    const r = await trickle(
+      app.port,
+      'POST /webhooks HTTP/1.1\r\nHost: connector\r\n',
+      (i) => `X-Slow-${i}: y\r\n`,
+      HEADERS_MS + SLACK_MS + 3_000,
+    );
     expect(r.closedAfterMs).not.toBeNull();
     expect(r.closedAfterMs!).toBeGreaterThanOrEqual(HEADERS_MS - 100);
     expect(r.closedAfterMs!).toBeLessThan(HEADERS_MS + SLACK_MS);
@@ -85,7 +93,8 @@ describe(`HTTP limits on a client (${testProvider})`, () => {
     const ask = async () => {
       answer = '';
       socket.write('GET /healthz HTTP/1.1\r\nHost: connector\r\n\r\n');
-      for (const end = Date.now() + 3_000; !answer.includes('"status":"ok"') && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+      for (const end = Date.now() + 3_000; !answer.includes('"status":"ok"') && Date.now() < end;)
+        await new Promise((r) => setTimeout(r, 20));
       return answer;
     };
     try {

@@ -18,15 +18,26 @@ import { DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';
 /** Makes every insert of a receipt whose webhook id starts with 'boom' fail, as a dying database would. */
 async function failInsertsOf(s: Stack): Promise<void> {
   if (testProvider === 'postgres') {
-    await s.app.db.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION boom() RETURNS trigger AS $$ BEGIN IF NEW."webhookId" LIKE 'boom%' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`);
+    await s.app.db.$executeRawUnsafe(
+      `CREATE OR REPLACE FUNCTION boom() RETURNS trigger AS $$ BEGIN IF NEW."webhookId" LIKE 'boom%' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`,
+    );
     await s.app.db.$executeRawUnsafe(`CREATE TRIGGER boom BEFORE INSERT ON "WebhookReceipt" FOR EACH ROW EXECUTE FUNCTION boom()`);
   } else {
-    await s.app.db.$executeRawUnsafe(`CREATE TRIGGER boom BEFORE INSERT ON "WebhookReceipt" WHEN NEW."webhookId" LIKE 'boom%' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
+    await s.app.db.$executeRawUnsafe(
+      `CREATE TRIGGER boom BEFORE INSERT ON "WebhookReceipt" WHEN NEW."webhookId" LIKE 'boom%' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+    );
   }
 }
 
 const receipt = (webhookId: string, body = JSON.stringify(sampleOrder(1))): NewReceipt => ({
-  webhookId, shopDomain: DEFAULT_SHOP, topic: 'orders/create', kind: 'webhook', body, apiVersion: '2026-10', triggeredAt: null, receivedAt: new Date(),
+  webhookId,
+  shopDomain: DEFAULT_SHOP,
+  topic: 'orders/create',
+  kind: 'webhook',
+  body,
+  apiVersion: '2026-10',
+  triggeredAt: null,
+  receivedAt: new Date(),
 });
 
 describe(`stage 1: one durable write acknowledges a webhook (${testProvider})`, () => {
@@ -71,8 +82,14 @@ describe(`stage 1: one durable write acknowledges a webhook (${testProvider})`, 
 
   it('over HTTP, a failed write is a 5xx (Shopify retries), the others in flight are stored, and every 200 is stored', async () => {
     const ids = Array.from({ length: 12 }, (_, i) => (i === 5 ? `boom-http-${i}` : `http-${i}-${randomUUID().slice(0, 6)}`));
-    const res = await Promise.all(ids.map((id, i) => s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: DEFAULT_SHOP, payload: sampleOrder(100 + i), webhookId: id })));
-    const stored = new Set((await s.app.db.webhookReceipt.findMany({ where: { webhookId: { in: ids } }, select: { webhookId: true } })).map((r) => r.webhookId));
+    const res = await Promise.all(
+      ids.map((id, i) =>
+        s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: DEFAULT_SHOP, payload: sampleOrder(100 + i), webhookId: id }),
+      ),
+    );
+    const stored = new Set(
+      (await s.app.db.webhookReceipt.findMany({ where: { webhookId: { in: ids } }, select: { webhookId: true } })).map((r) => r.webhookId),
+    );
     ids.forEach((id, i) => {
       if (res[i]!.status === 200) expect(stored.has(id)).toBe(true);
       else {
@@ -85,14 +102,23 @@ describe(`stage 1: one durable write acknowledges a webhook (${testProvider})`, 
 
   it('answers a body that cannot be a JSON object with 400 without parsing it, and stores nothing', async () => {
     for (const body of ['', 'not json', '[1,2]', '{"truncated":', '{"nul":"\u0000"}']) {
-      const res = await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: DEFAULT_SHOP, payload: body, webhookId: `bad-${body.length}` });
+      const res = await s.shop.sendWebhook(s.app.url, {
+        topic: 'orders/create',
+        shopDomain: DEFAULT_SHOP,
+        payload: body,
+        webhookId: `bad-${body.length}`,
+      });
       expect(res.status).toBe(400);
     }
     expect(await s.app.db.webhookReceipt.count({ where: { webhookId: { startsWith: 'bad-' } } })).toBe(0);
     // braces outside, not JSON inside: stored (no parsing in stage 1), then rejected by stage 2
     const res = await s.webhook('orders/create', '{"almost": json}', { webhookId: 'not-quite-json' });
     expect(res.status).toBe(200);
-    expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'not-quite-json' } })).toMatchObject({ outcome: 'rejected', reason: 'the body is not JSON', body: null });
+    expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'not-quite-json' } })).toMatchObject({
+      outcome: 'rejected',
+      reason: 'the body is not JSON',
+      body: null,
+    });
   });
 });
 
@@ -107,15 +133,27 @@ describe(`stage 1: a group's bodies as they came (${testProvider})`, () => {
   it('stores every body of a group byte for byte, whatever the group size, and reports each new id once', async () => {
     // what an array literal or a statement text would have to escape: quotes, backslashes,
     // braces, commas, NULL-like words, whitespace, non-ASCII and a character outside the BMP
-    const tricky = ['{"q":"say \\"hi\\""}', '{"path":"C:\\\\dir\\\\"}', '{"a":"{1,2}","b":"NULL"}', '{"t":"tab\\tnew\\nline"}', '{"u":"Ünïcødé ✓ 𝄞"}'];
+    const tricky = [
+      '{"q":"say \\"hi\\""}',
+      '{"path":"C:\\\\dir\\\\"}',
+      '{"a":"{1,2}","b":"NULL"}',
+      '{"t":"tab\\tnew\\nline"}',
+      '{"u":"Ünïcødé ✓ 𝄞"}',
+    ];
     for (const size of [1, 3, 5, 9, 37, 130]) {
-      const rows = Array.from({ length: size }, (_, i) => receipt(`sizes-${size}-${i}`, tricky[i % tricky.length]!.replace('{', `{"n":${i},`)));
+      const rows = Array.from({ length: size }, (_, i) =>
+        receipt(`sizes-${size}-${i}`, tricky[i % tricky.length]!.replace('{', `{"n":${i},`)),
+      );
       const fresh = await s.app.receipts.insert([...rows, rows[0]!]);
       expect([...fresh].sort()).toEqual(rows.map((r) => r.webhookId).sort());
-      const stored = await s.app.db.webhookReceipt.findMany({ where: { webhookId: { startsWith: `sizes-${size}-` } }, select: { webhookId: true, body: true, partition: true } });
+      const stored = await s.app.db.webhookReceipt.findMany({
+        where: { webhookId: { startsWith: `sizes-${size}-` } },
+        select: { webhookId: true, body: true, partition: true },
+      });
       expect(stored).toHaveLength(size);
       const byId = new Map(stored.map((r) => [r.webhookId, r]));
-      for (const r of rows) expect(byId.get(r.webhookId)).toEqual({ webhookId: r.webhookId, body: r.body, partition: partitionOf(r.shopDomain) });
+      for (const r of rows)
+        expect(byId.get(r.webhookId)).toEqual({ webhookId: r.webhookId, body: r.body, partition: partitionOf(r.shopDomain) });
     }
     // PostgreSQL prepares one statement per bucket of group sizes: 10 for groups of 1 to 500
     expect(new Set(Array.from({ length: 500 }, (_, i) => pgInsertBucket(i + 1)))).toEqual(new Set([1, 2, 4, 8, 16, 32, 64, 128, 256, 512]));
@@ -134,8 +172,18 @@ describe(`stage 2: batches in arrival order, one transaction each (${testProvide
     const ws = await s.connectShop('batch.myshopify.com');
     await s.app.processor.stop();
     const checkout = sampleCheckout(21, { at: clock.now() });
-    await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'batch.myshopify.com', payload: sampleOrder(21, { checkoutToken: checkout.token, createdAt: clock.now() }), webhookId: 'batch-order' });
-    await s.shop.sendWebhook(s.app.url, { topic: 'checkouts/create', shopDomain: 'batch.myshopify.com', payload: checkout, webhookId: 'batch-checkout' });
+    await s.shop.sendWebhook(s.app.url, {
+      topic: 'orders/create',
+      shopDomain: 'batch.myshopify.com',
+      payload: sampleOrder(21, { checkoutToken: checkout.token, createdAt: clock.now() }),
+      webhookId: 'batch-order',
+    });
+    await s.shop.sendWebhook(s.app.url, {
+      topic: 'checkouts/create',
+      shopDomain: 'batch.myshopify.com',
+      payload: checkout,
+      webhookId: 'batch-checkout',
+    });
     expect((await s.app.receipts.lag(new Date())).pending).toBe(2);
     s.app.processor.start();
     await s.settle();
@@ -143,13 +191,21 @@ describe(`stage 2: batches in arrival order, one transaction each (${testProvide
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'checkout_started' }), 5000, 'checkout_started');
     await new Promise((r) => setTimeout(r, 500));
     expect(s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'checkout_abandoned' })).toEqual([]);
-    expect(await s.app.db.outboxMessage.findFirstOrThrow({ where: { sourceId: `checkout:${checkout.token}:abandoned` } })).toMatchObject({ status: 'cancelled' });
+    expect(await s.app.db.outboxMessage.findFirstOrThrow({ where: { sourceId: `checkout:${checkout.token}:abandoned` } })).toMatchObject({
+      status: 'cancelled',
+    });
   });
 
   it('shows the lag in /metrics and the stats while receipts wait, and erases raw bodies once processed', async () => {
     await s.connectShop('lag.myshopify.com');
     await s.app.processor.stop();
-    for (let i = 0; i < 3; i++) await s.shop.sendWebhook(s.app.url, { topic: 'orders/paid', shopDomain: 'lag.myshopify.com', payload: sampleOrder(40 + i), webhookId: `lag-${i}` });
+    for (let i = 0; i < 3; i++)
+      await s.shop.sendWebhook(s.app.url, {
+        topic: 'orders/paid',
+        shopDomain: 'lag.myshopify.com',
+        payload: sampleOrder(40 + i),
+        webhookId: `lag-${i}`,
+      });
     await new Promise((r) => setTimeout(r, 1100));
     const metrics = await (await fetch(`${s.app.url}/metrics`)).text();
     expect(metrics).toMatch(/^connector_receipts_pending 3$/m);
@@ -170,17 +226,35 @@ describe(`stage 2: batches in arrival order, one transaction each (${testProvide
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }), 5000, 'first order');
     await s.app.processor.stop();
     await s.shop.sendWebhook(s.app.url, {
-      topic: 'customers/redact', shopDomain: 'forget.myshopify.com', webhookId: 'forget-redact',
-      payload: { shop_id: 1, shop_domain: 'forget.myshopify.com', customer: { id: order.customer.id, email: order.email, phone: null }, orders_to_redact: [order.id] },
+      topic: 'customers/redact',
+      shopDomain: 'forget.myshopify.com',
+      webhookId: 'forget-redact',
+      payload: {
+        shop_id: 1,
+        shop_domain: 'forget.myshopify.com',
+        customer: { id: order.customer.id, email: order.email, phone: null },
+        orders_to_redact: [order.id],
+      },
     });
     // still pending when the redaction is processed: an order of the same customer, after it
-    await s.shop.sendWebhook(s.app.url, { topic: 'orders/paid', shopDomain: 'forget.myshopify.com', payload: order, webhookId: 'forget-2' });
+    await s.shop.sendWebhook(s.app.url, {
+      topic: 'orders/paid',
+      shopDomain: 'forget.myshopify.com',
+      payload: order,
+      webhookId: 'forget-2',
+    });
     s.app.processor.start();
     await s.settle();
     await s.until(() => s.emulator.deletedContacts(ws.workspaceId).includes(order.email), 5000, 'contact deleted');
-    await s.until(async () => (await s.app.db.outboxMessage.count({ where: { shopId: ws.shopId, kind: 'contact_delete', status: 'delivered' } })) === 1, 5000);
+    await s.until(
+      async () => (await s.app.db.outboxMessage.count({ where: { shopId: ws.shopId, kind: 'contact_delete', status: 'delivered' } })) === 1,
+      5000,
+    );
     expect(await tablesContaining(s.app.db, order.email)).toEqual([]);
-    expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'forget-2' } })).toMatchObject({ outcome: 'erased', body: null });
+    expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'forget-2' } })).toMatchObject({
+      outcome: 'erased',
+      body: null,
+    });
     expect(s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_paid' })).toEqual([]);
   });
 
@@ -189,17 +263,36 @@ describe(`stage 2: batches in arrival order, one transaction each (${testProvide
     await s.app.processor.stop();
     // the order id is stored in an indexed column: a trigger refuses this one, as a hostile value would be
     if (testProvider === 'postgres') {
-      await s.app.db.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION poison() RETURNS trigger AS $$ BEGIN IF NEW."orderId" = '5000000000077' THEN RAISE EXCEPTION 'refused by the database'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`);
+      await s.app.db.$executeRawUnsafe(
+        `CREATE OR REPLACE FUNCTION poison() RETURNS trigger AS $$ BEGIN IF NEW."orderId" = '5000000000077' THEN RAISE EXCEPTION 'refused by the database'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`,
+      );
       await s.app.db.$executeRawUnsafe(`CREATE TRIGGER poison BEFORE INSERT ON "OutboxMessage" FOR EACH ROW EXECUTE FUNCTION poison()`);
     } else {
-      await s.app.db.$executeRawUnsafe(`CREATE TRIGGER poison BEFORE INSERT ON "OutboxMessage" WHEN NEW."orderId" = '5000000000077' BEGIN SELECT RAISE(ABORT, 'refused by the database'); END`);
+      await s.app.db.$executeRawUnsafe(
+        `CREATE TRIGGER poison BEFORE INSERT ON "OutboxMessage" WHEN NEW."orderId" = '5000000000077' BEGIN SELECT RAISE(ABORT, 'refused by the database'); END`,
+      );
     }
-    for (const n of [76, 77, 78]) await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'poison.myshopify.com', payload: sampleOrder(n), webhookId: `poison-${n}` });
+    for (const n of [76, 77, 78])
+      await s.shop.sendWebhook(s.app.url, {
+        topic: 'orders/create',
+        shopDomain: 'poison.myshopify.com',
+        payload: sampleOrder(n),
+        webhookId: `poison-${n}`,
+      });
     s.app.processor.start();
     await s.settle();
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 2, 5000, 'the other orders');
-    expect(s.emulator.events({ workspaceId: ws.workspaceId }).map((e) => e.event_attribute.source_id).sort()).toEqual(['poison-76', 'poison-78']);
-    expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'poison-77' } })).toMatchObject({ outcome: 'rejected', reason: expect.stringMatching(/^could not be processed: /), body: null });
+    expect(
+      s.emulator
+        .events({ workspaceId: ws.workspaceId })
+        .map((e) => e.event_attribute.source_id)
+        .sort(),
+    ).toEqual(['poison-76', 'poison-78']);
+    expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'poison-77' } })).toMatchObject({
+      outcome: 'rejected',
+      reason: expect.stringMatching(/^could not be processed: /),
+      body: null,
+    });
   });
 });
 
@@ -211,29 +304,38 @@ describe(`stage 2: a batch's commit on PostgreSQL (${testProvider})`, () => {
   afterAll(() => s.close());
 
   const onPostgres = testProvider === 'postgres' ? it : it.skip;
-  onPostgres('does not wait for the WAL flush (a lost batch is redone from its receipts), and leaves every connection committing durably', async () => {
-    const ws = await s.connectShop('lazy.myshopify.com');
-    const store = (s.app.processor as unknown as { deps: ProcessorDeps }).deps.forwardStore;
-    const write = store.write.bind(store);
-    const seen: string[] = [];
-    const spy = jest.spyOn(store, 'write').mockImplementation(async (tx, plan, now) => {
-      const [row] = await tx.$queryRaw<Array<{ synchronous_commit: string }>>(Prisma.sql`SHOW synchronous_commit`);
-      seen.push(row!.synchronous_commit);
-      return write(tx, plan, now);
-    });
-    try {
-      await s.webhook('orders/create', sampleOrder(90), { domain: 'lazy.myshopify.com', webhookId: 'lazy-1' });
-      await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_placed' }), 5000, 'order_placed');
-    } finally {
-      spy.mockRestore();
-    }
-    expect(seen).toEqual(['off']);
-    // SET LOCAL: it ended with the transaction; the pool's connections, all busy at once, say so
-    const raw = rawOf(s.app.db);
-    if (raw.provider !== 'postgres') throw new Error('PostgreSQL only');
-    const settings = await Promise.all(Array.from({ length: raw.pool.options.max ?? 4 }, () => raw.pool.query<{ synchronous_commit: string }>('SELECT pg_sleep(0.05), current_setting($1) AS synchronous_commit', ['synchronous_commit'])));
-    expect(settings.map((r) => r.rows[0]!.synchronous_commit)).toEqual(settings.map(() => 'on'));
-  });
+  onPostgres(
+    'does not wait for the WAL flush (a lost batch is redone from its receipts), and leaves every connection committing durably',
+    async () => {
+      const ws = await s.connectShop('lazy.myshopify.com');
+      const store = (s.app.processor as unknown as { deps: ProcessorDeps }).deps.forwardStore;
+      const write = store.write.bind(store);
+      const seen: string[] = [];
+      const spy = jest.spyOn(store, 'write').mockImplementation(async (tx, plan, now) => {
+        const [row] = await tx.$queryRaw<Array<{ synchronous_commit: string }>>(Prisma.sql`SHOW synchronous_commit`);
+        seen.push(row!.synchronous_commit);
+        return write(tx, plan, now);
+      });
+      try {
+        await s.webhook('orders/create', sampleOrder(90), { domain: 'lazy.myshopify.com', webhookId: 'lazy-1' });
+        await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_placed' }), 5000, 'order_placed');
+      } finally {
+        spy.mockRestore();
+      }
+      expect(seen).toEqual(['off']);
+      // SET LOCAL: it ended with the transaction; the pool's connections, all busy at once, say so
+      const raw = rawOf(s.app.db);
+      if (raw.provider !== 'postgres') throw new Error('PostgreSQL only');
+      const settings = await Promise.all(
+        Array.from({ length: raw.pool.options.max ?? 4 }, () =>
+          raw.pool.query<{ synchronous_commit: string }>('SELECT pg_sleep(0.05), current_setting($1) AS synchronous_commit', [
+            'synchronous_commit',
+          ]),
+        ),
+      );
+      expect(settings.map((r) => r.rows[0]!.synchronous_commit)).toEqual(settings.map(() => 'on'));
+    },
+  );
 });
 
 describe(`stage 2: a backlog longer than one turn (${testProvider})`, () => {
@@ -250,19 +352,34 @@ describe(`stage 2: a backlog longer than one turn (${testProvider})`, () => {
     for (let i = 0; i < 30; i++) {
       if (i === 13) {
         await s.shop.sendWebhook(s.app.url, {
-          topic: 'customers/redact', shopDomain: 'turns.myshopify.com', webhookId: 'turns-redact',
-          payload: { shop_id: 1, shop_domain: 'turns.myshopify.com', customer: { id: redacted.customer.id, email: redacted.email, phone: null }, orders_to_redact: [redacted.id] },
+          topic: 'customers/redact',
+          shopDomain: 'turns.myshopify.com',
+          webhookId: 'turns-redact',
+          payload: {
+            shop_id: 1,
+            shop_domain: 'turns.myshopify.com',
+            customer: { id: redacted.customer.id, email: redacted.email, phone: null },
+            orders_to_redact: [redacted.id],
+          },
         });
       }
       const order = i === 20 ? redacted : sampleOrder(100 + i);
-      await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'turns.myshopify.com', payload: order, webhookId: `turns-${i}` });
+      await s.shop.sendWebhook(s.app.url, {
+        topic: 'orders/create',
+        shopDomain: 'turns.myshopify.com',
+        payload: order,
+        webhookId: `turns-${i}`,
+      });
     }
     expect((await s.app.receipts.lag(new Date())).pending).toBe(31);
     // 30 processed as units; the redaction itself erased the 31st (the customer's later order)
     expect(await s.app.processor.drainAll()).toBe(30);
     expect((await s.app.receipts.lag(new Date())).pending).toBe(0);
     // the redacted customer's later order was erased, every other one queued once
-    expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'turns-20' } })).toMatchObject({ outcome: 'erased', body: null });
+    expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'turns-20' } })).toMatchObject({
+      outcome: 'erased',
+      body: null,
+    });
     expect(await s.app.db.outboxMessage.count({ where: { shopId: ws.shopId, eventName: 'order_placed' } })).toBe(29);
   });
 
@@ -270,7 +387,13 @@ describe(`stage 2: a backlog longer than one turn (${testProvider})`, () => {
   // event loop between batches, a backlog held off requests, timers and the checkpoint thread's
   // messages until it was drained (a minute at most), and in one process webhooks waited that long.
   it('drainAll lets the event loop turn between batches, so requests are answered while a backlog drains', async () => {
-    for (let i = 0; i < 24; i++) await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: 'turns.myshopify.com', payload: sampleOrder(200 + i), webhookId: `turns-loop-${i}` });
+    for (let i = 0; i < 24; i++)
+      await s.shop.sendWebhook(s.app.url, {
+        topic: 'orders/create',
+        shopDomain: 'turns.myshopify.com',
+        payload: sampleOrder(200 + i),
+        webhookId: `turns-loop-${i}`,
+      });
     const { value: processed, turns } = await turnsOfTheLoopDuring(() => s.app.processor.drainAll());
     expect(processed).toBe(24);
     // 6 batches of 4: the loop turned between them
@@ -280,7 +403,13 @@ describe(`stage 2: a backlog longer than one turn (${testProvider})`, () => {
   it('deleting receipts past the dedupe window lets the event loop turn between chunks', async () => {
     const at = new Date(Date.now() - 1000);
     await s.app.db.webhookReceipt.createMany({
-      data: Array.from({ length: 60 }, (_, i) => ({ webhookId: `expired-${i}`, shopDomain: 'turns.myshopify.com', topic: 'orders/create', processedAt: at, outcome: 'accepted' })),
+      data: Array.from({ length: 60 }, (_, i) => ({
+        webhookId: `expired-${i}`,
+        shopDomain: 'turns.myshopify.com',
+        topic: 'orders/create',
+        processedAt: at,
+        outcome: 'accepted',
+      })),
     });
     const processed = await s.app.db.webhookReceipt.count({ where: { processedAt: { not: null } } });
     expect(processed).toBeGreaterThanOrEqual(60);
@@ -350,32 +479,35 @@ describe(`stage 2: a batch spans the partitions a process leased (${testProvider
 
   // PostgreSQL: another processor's lease in flight holds its partitions' rows; this one takes
   // the next partitions at once instead of waiting for those rows and then finding them taken
-  (testProvider === 'postgres' ? it : it.skip)('a processor skips the partitions another is leasing at this moment, and leases the next ones', async () => {
-    const firstSeen = await oneReceiptPerShop('skip', 64);
-    const raw = rawOf(s.app.db);
-    if (raw.provider !== 'postgres') throw new Error('postgres only');
-    const other = await raw.pool.connect();
-    const lease = (s.app.processor as unknown as { lease(): Promise<number[]> }).lease.bind(s.app.processor);
-    let committed = false;
-    try {
-      await other.query('BEGIN');
-      // the oldest half, locked as another processor's lease statement locks them
-      const held = firstSeen.slice(0, PARTITIONS / 2);
-      await other.query('SELECT "partition" FROM "ReceiptLease" WHERE "partition" = ANY($1::int[]) FOR UPDATE', [held]);
-      let timer: NodeJS.Timeout | undefined;
-      const got = await Promise.race([lease(), new Promise<'waited'>((r) => (timer = setTimeout(() => r('waited'), 2_000)))]);
-      clearTimeout(timer);
-      await other.query('COMMIT');
-      committed = true;
-      expect(got).toEqual([...firstSeen.slice(PARTITIONS / 2)].sort((a, b) => a - b));
-    } finally {
-      if (!committed) await other.query('ROLLBACK').catch(() => undefined);
-      other.release();
-      // the partitions this lease took are given back, and everything is processed
-      await s.app.db.receiptLease.updateMany({ data: { owner: null, leasedUntil: null } });
-      expect(await s.app.processor.drainAll()).toBe(64);
-    }
-  });
+  (testProvider === 'postgres' ? it : it.skip)(
+    'a processor skips the partitions another is leasing at this moment, and leases the next ones',
+    async () => {
+      const firstSeen = await oneReceiptPerShop('skip', 64);
+      const raw = rawOf(s.app.db);
+      if (raw.provider !== 'postgres') throw new Error('postgres only');
+      const other = await raw.pool.connect();
+      const lease = (s.app.processor as unknown as { lease(): Promise<number[]> }).lease.bind(s.app.processor);
+      let committed = false;
+      try {
+        await other.query('BEGIN');
+        // the oldest half, locked as another processor's lease statement locks them
+        const held = firstSeen.slice(0, PARTITIONS / 2);
+        await other.query('SELECT "partition" FROM "ReceiptLease" WHERE "partition" = ANY($1::int[]) FOR UPDATE', [held]);
+        let timer: NodeJS.Timeout | undefined;
+        const got = await Promise.race([lease(), new Promise<'waited'>((r) => (timer = setTimeout(() => r('waited'), 2_000)))]);
+        clearTimeout(timer);
+        await other.query('COMMIT');
+        committed = true;
+        expect(got).toEqual([...firstSeen.slice(PARTITIONS / 2)].sort((a, b) => a - b));
+      } finally {
+        if (!committed) await other.query('ROLLBACK').catch(() => undefined);
+        other.release();
+        // the partitions this lease took are given back, and everything is processed
+        await s.app.db.receiptLease.updateMany({ data: { owner: null, leasedUntil: null } });
+        expect(await s.app.processor.drainAll()).toBe(64);
+      }
+    },
+  );
 });
 
 describe(`stage 2: receipts arriving a few ms apart share a batch (${testProvider})`, () => {
@@ -387,7 +519,8 @@ describe(`stage 2: receipts arriving a few ms apart share a batch (${testProvide
   });
   afterAll(() => s.close());
 
-  const processed = async (prefix: string) => s.app.db.webhookReceipt.count({ where: { webhookId: { startsWith: prefix }, processedAt: { not: null } } });
+  const processed = async (prefix: string) =>
+    s.app.db.webhookReceipt.count({ where: { webhookId: { startsWith: prefix }, processedAt: { not: null } } });
 
   it('a wake-up soon after a batch waits for the receipts behind it', async () => {
     const reads = jest.spyOn(s.app.receipts, 'pending');
@@ -405,7 +538,9 @@ describe(`stage 2: receipts arriving a few ms apart share a batch (${testProvide
         await new Promise((r) => setTimeout(r, 10));
       }
       await s.until(async () => (await processed('linger-next-')) === 5, 5_000, 'the five');
-      const withWork = (await Promise.all(reads.mock.results.slice(before).map((r) => r.value as Promise<unknown[]>))).filter((rows) => rows.length > 0);
+      const withWork = (await Promise.all(reads.mock.results.slice(before).map((r) => r.value as Promise<unknown[]>))).filter(
+        (rows) => rows.length > 0,
+      );
       // without the wait, each wake-up took a batch of its own (five)
       expect(withWork.length).toBeLessThanOrEqual(2);
       expect(batches()).toBeGreaterThan(before);

@@ -14,15 +14,29 @@ describe(`shop lifecycle and data requests (${testProvider})`, () => {
     const ws = await s.connectShop('reinstall.myshopify.com');
     await s.app.worker.stop();
     await s.webhook('orders/create', sampleOrder(1), { domain: 'reinstall.myshopify.com', webhookId: 'ri-1' });
-    await s.webhook('app/uninstalled', { id: 1, domain: 'reinstall.myshopify.com' }, { domain: 'reinstall.myshopify.com', webhookId: 'ri-un' });
-    expect(await s.app.db.outboxMessage.findFirstOrThrow({ where: { sourceId: 'ri-1' } })).toMatchObject({ status: 'held', heldReason: 'uninstalled' });
+    await s.webhook(
+      'app/uninstalled',
+      { id: 1, domain: 'reinstall.myshopify.com' },
+      { domain: 'reinstall.myshopify.com', webhookId: 'ri-un' },
+    );
+    expect(await s.app.db.outboxMessage.findFirstOrThrow({ where: { sourceId: 'ri-1' } })).toMatchObject({
+      status: 'held',
+      heldReason: 'uninstalled',
+    });
     // a webhook after uninstall is ignored, not queued
     await s.webhook('orders/create', sampleOrder(2), { domain: 'reinstall.myshopify.com', webhookId: 'ri-2' });
-    expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'ri-2' } })).toMatchObject({ outcome: 'ignored', reason: 'app uninstalled' });
+    expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'ri-2' } })).toMatchObject({
+      outcome: 'ignored',
+      reason: 'app uninstalled',
+    });
     s.app.worker.start();
     // the merchant opens the app again: token exchange reinstalls
     expect((await s.api('GET', '/api/connection', undefined, 'reinstall.myshopify.com')).body.status).toBe('connected');
-    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).filter((e) => e.event_attribute.source_id === 'ri-1'), 5000, 'resumed after reinstall');
+    await s.until(
+      () => s.emulator.events({ workspaceId: ws.workspaceId }).filter((e) => e.event_attribute.source_id === 'ri-1'),
+      5000,
+      'resumed after reinstall',
+    );
   });
 
   it('answers customers/data_request with an export retrievable from the admin API', async () => {
@@ -31,7 +45,13 @@ describe(`shop lifecycle and data requests (${testProvider})`, () => {
     await s.webhook('orders/create', order, { domain: 'export.myshopify.com', webhookId: 'ex-1' });
     const res = await s.webhook(
       'customers/data_request',
-      { shop_id: 1, shop_domain: 'export.myshopify.com', customer: { id: order.customer.id, email: order.email, phone: null }, orders_requested: [order.id], data_request: { id: 9001 } },
+      {
+        shop_id: 1,
+        shop_domain: 'export.myshopify.com',
+        customer: { id: order.customer.id, email: order.email, phone: null },
+        orders_requested: [order.id],
+        data_request: { id: 9001 },
+      },
       { domain: 'export.myshopify.com', webhookId: 'ex-req' },
     );
     expect(res.status).toBe(200);
@@ -51,7 +71,14 @@ describe('start-up', () => {
     const { spawnSync } = await import('node:child_process');
     const path = await import('node:path');
     const res = spawnSync(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'main.ts')], {
-      env: { PATH: process.env.PATH, NODE_ENV: 'production', SHOPIFY_API_KEY: 'id', SHOPIFY_APP_URL: 'https://a.example.com', SERVICE_BASE_URL: 'https://s.example.com', ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64') },
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'production',
+        SHOPIFY_API_KEY: 'id',
+        SHOPIFY_APP_URL: 'https://a.example.com',
+        SERVICE_BASE_URL: 'https://s.example.com',
+        ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+      },
       encoding: 'utf8',
       timeout: 20_000,
     });
@@ -66,7 +93,16 @@ describe('start-up', () => {
     const os = await import('node:os');
     const res = spawnSync(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'main.ts')], {
       // a throwaway database: should it start (this test failing), it touches nothing in the checkout
-      env: { PATH: process.env.PATH, NODE_ENV: 'development', PORT: '0', DATABASE_URL: `file:${path.join(os.tmpdir(), `never-${process.pid}.db`)}`, SHOPIFY_API_KEY: 'id', SHOPIFY_API_SECRET: 'secret', SHOPIFY_APP_URL: 'https://a.example.com', SERVICE_BASE_URL: 'https://s.example.com' },
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'development',
+        PORT: '0',
+        DATABASE_URL: `file:${path.join(os.tmpdir(), `never-${process.pid}.db`)}`,
+        SHOPIFY_API_KEY: 'id',
+        SHOPIFY_API_SECRET: 'secret',
+        SHOPIFY_APP_URL: 'https://a.example.com',
+        SERVICE_BASE_URL: 'https://s.example.com',
+      },
       encoding: 'utf8',
       timeout: 20_000,
       killSignal: 'SIGKILL',

@@ -69,7 +69,11 @@ describe(`operations routes (${testProvider})`, () => {
     beforeAll(async () => {
       // web only: stage 2 leaves receipts pending, so the lag gauge has something to show
       app = await start({ ROLE: 'web' }, { now: clock.now });
-      statements = { queue: countStatements(isQueueDepthRead), lag: countStatements(isLagRead), classes: countStatements(isClassQueueRead) };
+      statements = {
+        queue: countStatements(isQueueDepthRead),
+        lag: countStatements(isLagRead),
+        classes: countStatements(isClassQueueRead),
+      };
     });
     afterAll(async () => {
       statements.queue.restore();
@@ -124,7 +128,13 @@ describe(`operations routes (${testProvider})`, () => {
 
     it('/metrics answers 401 without the bearer token, or with another, and says nothing of it', async () => {
       const wrong = TOKEN.slice(0, -1) + (TOKEN.endsWith('f') ? 'e' : 'f');
-      const attempts: Array<Record<string, string>> = [{}, { authorization: `Bearer ${wrong}` }, { authorization: `Bearer ${TOKEN}x` }, { authorization: `Basic ${TOKEN}` }, { authorization: TOKEN }];
+      const attempts: Array<Record<string, string>> = [
+        {},
+        { authorization: `Bearer ${wrong}` },
+        { authorization: `Bearer ${TOKEN}x` },
+        { authorization: `Basic ${TOKEN}` },
+        { authorization: TOKEN },
+      ];
       for (const headers of attempts) {
         const res = await fetch(`${app.url}/metrics`, { headers });
         expect(res.status).toBe(401);

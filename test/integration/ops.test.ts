@@ -32,7 +32,13 @@ describe('operations endpoints', () => {
     const res = await request(app.url).get('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/text\/plain/);
-    for (const name of ['connector_webhooks_received_total', 'connector_deliveries_total', 'connector_outbox_messages', 'connector_delivery_latency_seconds', 'connector_service_429_total']) {
+    for (const name of [
+      'connector_webhooks_received_total',
+      'connector_deliveries_total',
+      'connector_outbox_messages',
+      'connector_delivery_latency_seconds',
+      'connector_service_429_total',
+    ]) {
       expect(res.text).toContain(name);
     }
     expect(res.text).toMatch(/connector_outbox_messages\{status="queued"\} 0/);

@@ -28,7 +28,14 @@ describe(`POST /pixel/events (${testProvider})`, () => {
     expect(res.headers.get('access-control-allow-credentials')).toBeNull();
     expect((await postPixel(s, batch(key, randomUUID(), [ev.page()]), 'application/json')).status).toBe(204);
 
-    const pre = await fetch(`${s.app.url}/pixel/events`, { method: 'OPTIONS', headers: { origin: 'https://shop.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    const pre = await fetch(`${s.app.url}/pixel/events`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://shop.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type',
+      },
+    });
     expect(pre.status).toBe(204);
     expect(pre.headers.get('access-control-allow-origin')).toBe('*');
     expect(pre.headers.get('access-control-allow-methods')).toContain('POST');
@@ -63,7 +70,11 @@ describe(`POST /pixel/events (${testProvider})`, () => {
       expect([what, res.status]).toEqual([what, status]);
       expect([what, res.headers.get('access-control-allow-origin')]).toEqual([what, '*']);
     }
-    const gz = await fetch(`${s.app.url}/pixel/events`, { method: 'POST', headers: { 'content-type': 'text/plain', 'content-encoding': 'gzip' }, body: 'x' });
+    const gz = await fetch(`${s.app.url}/pixel/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', 'content-encoding': 'gzip' },
+      body: 'x',
+    });
     expect(gz.status).toBe(415);
     expect(await pixelReceipts()).toBe(before);
     const metrics = await (await fetch(`${s.app.url}/metrics`)).text();
@@ -79,7 +90,11 @@ describe(`POST /pixel/events (${testProvider})`, () => {
     expect(stored).toBe(before + 1);
     const unknown = await postPixel(s, batch('pk_does_not_exist_0123456789', randomUUID(), [ev.page()]));
     const strip = (h: Headers) => [...h.entries()].filter(([name]) => !['date', 'etag', 'keep-alive', 'connection'].includes(name));
-    expect({ status: unknown.status, text: unknown.text, headers: strip(unknown.headers) }).toEqual({ status: known.status, text: known.text, headers: strip(known.headers) });
+    expect({ status: unknown.status, text: unknown.text, headers: strip(unknown.headers) }).toEqual({
+      status: known.status,
+      text: known.text,
+      headers: strip(known.headers),
+    });
     await new Promise((r) => setTimeout(r, 200));
     expect(await pixelReceipts()).toBe(stored);
   });
@@ -87,7 +102,16 @@ describe(`POST /pixel/events (${testProvider})`, () => {
   it('takes batches of wrong shapes at the door, drops them in stage 2: nothing reaches the outbox, nothing of them stays stored', async () => {
     const MARK = `MARKER-${randomUUID()}`;
     const view = ev.view(MUG);
-    const bad = (events: unknown[], extra: Record<string, unknown> = {}) => JSON.stringify({ v: 1, key, client_id: `c-${MARK}`, consent: { marketing: true, analytics: true }, customer: null, events, ...extra });
+    const bad = (events: unknown[], extra: Record<string, unknown> = {}) =>
+      JSON.stringify({
+        v: 1,
+        key,
+        client_id: `c-${MARK}`,
+        consent: { marketing: true, analytics: true },
+        customer: null,
+        events,
+        ...extra,
+      });
     const bodies = [
       // unknown names, shapes that do not match the event, values of the wrong type
       bad([{ ...view, name: 'order_completed', data: { title: MARK } }]),
@@ -131,8 +155,20 @@ describe(`POST /pixel/events (${testProvider})`, () => {
     const worker = async () => {
       while (sent < 10_000) {
         sent += 1;
-        if (sent % 2500 === 0) webhooks.push(s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: DEFAULT_SHOP, payload: { ...s.fixture('orders-create'), id: 900_000 + sent }, webhookId: `flood-order-${sent}` }));
-        const res = await fetch(`${s.app.url}/pixel/events`, { method: 'POST', headers: { 'content-type': 'text/plain;charset=UTF-8' }, body });
+        if (sent % 2500 === 0)
+          webhooks.push(
+            s.shop.sendWebhook(s.app.url, {
+              topic: 'orders/create',
+              shopDomain: DEFAULT_SHOP,
+              payload: { ...s.fixture('orders-create'), id: 900_000 + sent },
+              webhookId: `flood-order-${sent}`,
+            }),
+          );
+        const res = await fetch(`${s.app.url}/pixel/events`, {
+          method: 'POST',
+          headers: { 'content-type': 'text/plain;charset=UTF-8' },
+          body,
+        });
         await res.arrayBuffer();
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       }
@@ -149,11 +185,21 @@ describe(`POST /pixel/events (${testProvider})`, () => {
 
     // the shop's webhooks during the flood: stored and delivered
     expect((await Promise.all(webhooks)).map((w) => w.status)).toEqual([200, 200, 200, 200]);
-    await s.until(() => s.emulator.events({ workspaceId, eventName: 'order_placed' }).length >= 4, 10_000, 'the orders sent during the flood');
+    await s.until(
+      () => s.emulator.events({ workspaceId, eventName: 'order_placed' }).length >= 4,
+      10_000,
+      'the orders sent during the flood',
+    );
     // another shopper of the shop is not limited by the flooder
     const other = randomUUID();
-    expect((await postPixel(s, batch(key, other, [ev.view(TOTE)], { email: knownCustomer(s, 'other.shopper@example.com') }))).status).toBe(204);
-    await s.until(() => s.emulator.events({ workspaceId, eventName: 'viewed_product', email: 'other.shopper@example.com' }).length === 1, 10_000, 'the other shopper’s view');
+    expect((await postPixel(s, batch(key, other, [ev.view(TOTE)], { email: knownCustomer(s, 'other.shopper@example.com') }))).status).toBe(
+      204,
+    );
+    await s.until(
+      () => s.emulator.events({ workspaceId, eventName: 'viewed_product', email: 'other.shopper@example.com' }).length === 1,
+      10_000,
+      'the other shopper’s view',
+    );
     const metrics = await (await fetch(`${s.app.url}/metrics`)).text();
     expect(metrics).toMatch(/^connector_pixel_requests_total\{outcome="rate_limited"\} \d{4}$/m);
   }, 120_000);

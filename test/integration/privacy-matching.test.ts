@@ -48,12 +48,21 @@ const CASES: Case[] = [
   },
 ];
 
-const customerOf = (p: Person) => ({ ...sampleCustomer(p.n), id: p.customerId, email: p.email, admin_graphql_api_id: `gid://shopify/Customer/${p.customerId}` });
+const customerOf = (p: Person) => ({
+  ...sampleCustomer(p.n),
+  id: p.customerId,
+  email: p.email,
+  admin_graphql_api_id: `gid://shopify/Customer/${p.customerId}`,
+});
 
 function orderOf(p: Person) {
   const o = sampleOrder(p.n);
   return {
-    ...o, id: p.orderId, admin_graphql_api_id: `gid://shopify/Order/${p.orderId}`, email: p.email, contact_email: p.email,
+    ...o,
+    id: p.orderId,
+    admin_graphql_api_id: `gid://shopify/Order/${p.orderId}`,
+    email: p.email,
+    contact_email: p.email,
     order_status_url: `https://demo-store.myshopify.com/orders/${p.orderId}/authenticate?key=k${p.n}`,
     customer: { ...o.customer, id: p.customerId, email: p.email },
   };
@@ -85,7 +94,10 @@ async function holdingsOf(s: Stack, shopId: string, p: Person) {
   const customerId = String(p.customerId);
   const orderId = String(p.orderId);
   const [messages, orders, fulfillments, digests, exports, visitors] = await Promise.all([
-    s.app.db.outboxMessage.findMany({ where: { shopId, kind: 'event', OR: [{ email: p.email }, { customerId }, { orderId }] }, select: { id: true } }),
+    s.app.db.outboxMessage.findMany({
+      where: { shopId, kind: 'event', OR: [{ email: p.email }, { customerId }, { orderId }] },
+      select: { id: true },
+    }),
     s.app.db.orderSummary.findMany({ where: { shopId, OR: [{ email: p.email }, { customerId }, { orderId }] }, select: { orderId: true } }),
     s.app.db.fulfillmentState.findMany({ where: { shopId, OR: [{ email: p.email }, { orderId }] }, select: { fulfillmentId: true } }),
     s.app.db.customerDigest.findMany({ where: { shopId, customerId }, select: { customerId: true } }),
@@ -122,7 +134,8 @@ describe(`privacy requests match exactly one customer (${testProvider})`, () => 
 
   /** Stores, for `p`: a customer, a checkout, an order, its shipment and a storefront visit; returns the visitor's client id. */
   async function fill(shop: { domain: string; key: string }, p: Person, tag: string): Promise<string> {
-    const send = (topic: string, payload: unknown, id: string) => s.webhook(topic, payload, { domain: shop.domain, webhookId: `${tag}-${id}` });
+    const send = (topic: string, payload: unknown, id: string) =>
+      s.webhook(topic, payload, { domain: shop.domain, webhookId: `${tag}-${id}` });
     expect((await send('customers/create', customerOf(p), 'customer')).status).toBe(200);
     expect((await send('checkouts/create', checkoutOf(p), 'checkout')).status).toBe(200);
     expect((await send('orders/create', orderOf(p), 'order')).status).toBe(200);
@@ -134,9 +147,17 @@ describe(`privacy requests match exactly one customer (${testProvider})`, () => 
 
   /** customers/data_request for `p`, answered; returns the export's content. */
   async function dataRequest(shop: { domain: string; shopId: string }, p: Person, requestId: number): Promise<ExportContent> {
-    const payload = { shop_id: 1, shop_domain: shop.domain, customer: { id: p.customerId, email: p.email, phone: null }, orders_requested: [p.orderId], data_request: { id: requestId } };
+    const payload = {
+      shop_id: 1,
+      shop_domain: shop.domain,
+      customer: { id: p.customerId, email: p.email, phone: null },
+      orders_requested: [p.orderId],
+      data_request: { id: requestId },
+    };
     expect((await s.webhook('customers/data_request', payload, { domain: shop.domain })).status).toBe(200);
-    const row = await s.app.db.dataExport.findUniqueOrThrow({ where: { shopId_requestId: { shopId: shop.shopId, requestId: String(requestId) } } });
+    const row = await s.app.db.dataExport.findUniqueOrThrow({
+      where: { shopId_requestId: { shopId: shop.shopId, requestId: String(requestId) } },
+    });
     return JSON.parse(row.content) as ExportContent;
   }
 
@@ -159,7 +180,10 @@ describe(`privacy requests match exactly one customer (${testProvider})`, () => 
     }, 60_000);
 
     it('customers/data_request exports the customer’s events, orders, shipments and visits, and none of the other customer’s', () => {
-      for (const [p, content, h, client] of [[target, exported.target, before.target, clients.target], [other, exported.other, before.other, clients.other]] as const) {
+      for (const [p, content, h, client] of [
+        [target, exported.target, before.target, clients.target],
+        [other, exported.other, before.other, clients.other],
+      ] as const) {
         expect(content.customer).toEqual({ id: String(p.customerId), email: p.email });
         expect(content.events.map((e) => e.sent.email)).toEqual(h.messages.map(() => p.email));
         expect(content.orders.map((o) => [o.orderId, o.email])).toEqual([[String(p.orderId), p.email]]);
@@ -171,42 +195,93 @@ describe(`privacy requests match exactly one customer (${testProvider})`, () => 
     it('customers/redact erases the customer everywhere, pending receipts included, and leaves the other customer whole', async () => {
       // a service error that names the other customer: not the redacted one's to clear
       const otherError = `The service refused the event: contact ${other.email} is blocked.`;
-      await s.app.db.connection.update({ where: { shopId: shop.shopId }, data: { lastError: otherError, lastErrorAt: AFTER_EVERY_DELIVERY } });
+      await s.app.db.connection.update({
+        where: { shopId: shop.shopId },
+        data: { lastError: otherError, lastErrorAt: AFTER_EVERY_DELIVERY },
+      });
 
       const pending = (who: string, what: string) => `${shop.domain}-pending-${who}-${what}`;
       await s.app.processor.stop();
       try {
-        const redact = { shop_id: 1, shop_domain: shop.domain, customer: { id: target.customerId, email: target.email.toUpperCase(), phone: null }, orders_to_redact: [target.orderId] };
-        expect((await s.shop.sendWebhook(s.app.url, { topic: 'customers/redact', shopDomain: shop.domain, payload: redact, webhookId: `${shop.domain}-redact` })).status).toBe(200);
+        const redact = {
+          shop_id: 1,
+          shop_domain: shop.domain,
+          customer: { id: target.customerId, email: target.email.toUpperCase(), phone: null },
+          orders_to_redact: [target.orderId],
+        };
+        expect(
+          (
+            await s.shop.sendWebhook(s.app.url, {
+              topic: 'customers/redact',
+              shopDomain: shop.domain,
+              payload: redact,
+              webhookId: `${shop.domain}-redact`,
+            })
+          ).status,
+        ).toBe(200);
         // still pending when the redaction runs: an order update and a storefront visit of each customer
-        for (const [who, p] of [['target', target], ['other', other]] as const) {
-          const paid = await s.shop.sendWebhook(s.app.url, { topic: 'orders/paid', shopDomain: shop.domain, payload: orderOf(p), webhookId: pending(who, 'paid') });
+        for (const [who, p] of [
+          ['target', target],
+          ['other', other],
+        ] as const) {
+          const paid = await s.shop.sendWebhook(s.app.url, {
+            topic: 'orders/paid',
+            shopDomain: shop.domain,
+            payload: orderOf(p),
+            webhookId: pending(who, 'paid'),
+          });
           expect(paid.status).toBe(200);
         }
         // each customer from a new device, giving the email
-        for (const p of [target, other]) expect((await postPixel(s, batch(shop.key, randomUUID(), [ev.view(TOTE)], { email: p.email }))).status).toBe(204);
+        for (const p of [target, other])
+          expect((await postPixel(s, batch(shop.key, randomUUID(), [ev.view(TOTE)], { email: p.email }))).status).toBe(204);
       } finally {
         s.app.processor.start();
       }
       await s.settle();
 
       // the redacted customer: nothing left, pending receipts erased unprocessed
-      expect(await holdings(shop.shopId, target)).toEqual({ messages: [], orders: [], fulfillments: [], digests: [], exports: [], visitors: [] });
+      expect(await holdings(shop.shopId, target)).toEqual({
+        messages: [],
+        orders: [],
+        fulfillments: [],
+        digests: [],
+        exports: [],
+        visitors: [],
+      });
       // what may still name the address is the contact delete (it keeps it until sent)
-      const named = await s.app.db.outboxMessage.findMany({ where: { shopId: shop.shopId, OR: [{ email: target.email }, { kind: 'contact_delete' }] }, select: { kind: true, sourceId: true } });
+      const named = await s.app.db.outboxMessage.findMany({
+        where: { shopId: shop.shopId, OR: [{ email: target.email }, { kind: 'contact_delete' }] },
+        select: { kind: true, sourceId: true },
+      });
       expect(named).toEqual([{ kind: 'contact_delete', sourceId: `redact:${shop.domain}-redact` }]);
-      expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: pending('target', 'paid') } })).toMatchObject({ outcome: 'erased', body: null });
-      const pixelReceipts = await s.app.db.webhookReceipt.findMany({ where: { shopDomain: shop.domain, kind: 'pixel' }, orderBy: { id: 'asc' } });
+      expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: pending('target', 'paid') } })).toMatchObject({
+        outcome: 'erased',
+        body: null,
+      });
+      const pixelReceipts = await s.app.db.webhookReceipt.findMany({
+        where: { shopDomain: shop.domain, kind: 'pixel' },
+        orderBy: { id: 'asc' },
+      });
       expect(pixelReceipts.slice(-2).map((r) => r.outcome)).toEqual(['erased', 'accepted']);
 
       // the other customer: every row still there, and its pending receipts processed as usual
       const after = await holdings(shop.shopId, other);
       expect(after.messages).toEqual(expect.arrayContaining(before.other.messages));
-      expect(after).toMatchObject({ orders: before.other.orders, fulfillments: before.other.fulfillments, digests: before.other.digests, exports: before.other.exports });
+      expect(after).toMatchObject({
+        orders: before.other.orders,
+        fulfillments: before.other.fulfillments,
+        digests: before.other.digests,
+        exports: before.other.exports,
+      });
       expect(after.visitors).toEqual(expect.arrayContaining(before.other.visitors));
       expect(after.visitors).toHaveLength(2);
-      expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: pending('other', 'paid') } })).toMatchObject({ outcome: 'accepted' });
-      expect(await s.app.db.outboxMessage.count({ where: { shopId: shop.shopId, sourceId: pending('other', 'paid'), email: other.email } })).toBe(1);
+      expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: pending('other', 'paid') } })).toMatchObject({
+        outcome: 'accepted',
+      });
+      expect(
+        await s.app.db.outboxMessage.count({ where: { shopId: shop.shopId, sourceId: pending('other', 'paid'), email: other.email } }),
+      ).toBe(1);
       expect((await s.app.db.connection.findUniqueOrThrow({ where: { shopId: shop.shopId } })).lastError).toBe(otherError);
     }, 60_000);
   });
@@ -217,25 +292,46 @@ describe(`privacy requests match exactly one customer (${testProvider})`, () => 
     const clients = { target: await fill(shop, target, `${shop.domain}-t`), other: await fill(shop, other, `${shop.domain}-o`) };
     await s.app.processor.stop();
     try {
-      const redact = { shop_id: 1, shop_domain: shop.domain, customer: { id: target.customerId, email: target.email, phone: null }, orders_to_redact: [target.orderId] };
-      await s.shop.sendWebhook(s.app.url, { topic: 'customers/redact', shopDomain: shop.domain, payload: redact, webhookId: `${shop.domain}-redact` });
+      const redact = {
+        shop_id: 1,
+        shop_domain: shop.domain,
+        customer: { id: target.customerId, email: target.email, phone: null },
+        orders_to_redact: [target.orderId],
+      };
+      await s.shop.sendWebhook(s.app.url, {
+        topic: 'customers/redact',
+        shopDomain: shop.domain,
+        payload: redact,
+        webhookId: `${shop.domain}-redact`,
+      });
       // both devices, anonymous this time (a visitor's later pages carry no email)
-      for (const client of [clients.target, clients.other]) expect((await postPixel(s, batch(shop.key, client, [ev.view(TOTE)]))).status).toBe(204);
+      for (const client of [clients.target, clients.other])
+        expect((await postPixel(s, batch(shop.key, client, [ev.view(TOTE)]))).status).toBe(204);
     } finally {
       s.app.processor.start();
     }
     await s.settle();
-    const pixelReceipts = await s.app.db.webhookReceipt.findMany({ where: { shopDomain: shop.domain, kind: 'pixel' }, orderBy: { id: 'asc' } });
+    const pixelReceipts = await s.app.db.webhookReceipt.findMany({
+      where: { shopDomain: shop.domain, kind: 'pixel' },
+      orderBy: { id: 'asc' },
+    });
     expect(pixelReceipts.slice(-2).map((r) => r.outcome)).toEqual(['erased', 'accepted']);
     expect(await s.app.db.pixelEvent.count({ where: { shopId: shop.shopId, clientId: clients.target } })).toBe(0);
-    expect(await s.app.db.pixelVisitor.findMany({ where: { shopId: shop.shopId }, select: { clientId: true } })).toEqual([{ clientId: clients.other }]);
+    expect(await s.app.db.pixelVisitor.findMany({ where: { shopId: shop.shopId }, select: { clientId: true } })).toEqual([
+      { clientId: clients.other },
+    ]);
   }, 60_000);
 
   it('customers/redact clears a connection error that names the customer’s address, and only then', async () => {
     const shop = await newShop();
     const clear = async (lastError: string, email: string): Promise<string | null> => {
       await s.app.db.connection.update({ where: { shopId: shop.shopId }, data: { lastError, lastErrorAt: AFTER_EVERY_DELIVERY } });
-      const redact = { shop_id: 1, shop_domain: shop.domain, customer: { id: 7_200_000_000_000 + ++shops, email, phone: null }, orders_to_redact: [] };
+      const redact = {
+        shop_id: 1,
+        shop_domain: shop.domain,
+        customer: { id: 7_200_000_000_000 + ++shops, email, phone: null },
+        orders_to_redact: [],
+      };
       expect((await s.webhook('customers/redact', redact, { domain: shop.domain })).status).toBe(200);
       return (await s.app.db.connection.findUniqueOrThrow({ where: { shopId: shop.shopId } })).lastError;
     };
@@ -252,15 +348,39 @@ describe(`privacy requests match exactly one customer (${testProvider})`, () => 
     const owner = 'owner@example.com';
     await s.app.processor.stop();
     try {
-      const redact = { shop_id: 1, shop_domain: shop.domain, customer: { id: 7_300_000_000_001, email: owner, phone: null }, orders_to_redact: [] };
-      await s.shop.sendWebhook(s.app.url, { topic: 'customers/redact', shopDomain: shop.domain, payload: redact, webhookId: `${shop.domain}-redact` });
-      const uninstalled = { id: 1, name: 'Owner Store', email: owner, customer_email: owner, domain: shop.domain, myshopify_domain: shop.domain };
-      await s.shop.sendWebhook(s.app.url, { topic: 'app/uninstalled', shopDomain: shop.domain, payload: uninstalled, webhookId: `${shop.domain}-uninstalled` });
+      const redact = {
+        shop_id: 1,
+        shop_domain: shop.domain,
+        customer: { id: 7_300_000_000_001, email: owner, phone: null },
+        orders_to_redact: [],
+      };
+      await s.shop.sendWebhook(s.app.url, {
+        topic: 'customers/redact',
+        shopDomain: shop.domain,
+        payload: redact,
+        webhookId: `${shop.domain}-redact`,
+      });
+      const uninstalled = {
+        id: 1,
+        name: 'Owner Store',
+        email: owner,
+        customer_email: owner,
+        domain: shop.domain,
+        myshopify_domain: shop.domain,
+      };
+      await s.shop.sendWebhook(s.app.url, {
+        topic: 'app/uninstalled',
+        shopDomain: shop.domain,
+        payload: uninstalled,
+        webhookId: `${shop.domain}-uninstalled`,
+      });
     } finally {
       s.app.processor.start();
     }
     await s.settle();
-    expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: `${shop.domain}-uninstalled` } })).toMatchObject({ outcome: 'accepted' });
+    expect(await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: `${shop.domain}-uninstalled` } })).toMatchObject({
+      outcome: 'accepted',
+    });
     expect((await s.app.db.shop.findUniqueOrThrow({ where: { id: shop.shopId } })).uninstalledAt).toBeInstanceOf(Date);
   }, 60_000);
 });

@@ -20,13 +20,20 @@ function childEnv(s: Stack): Record<string, string> {
 
 async function ingest(s: Stack, domain: string, n: number, prefix: string): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (next < n) {
-      const i = next++;
-      const res = await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: domain, payload: sampleOrder(i), webhookId: `${prefix}-${i}` });
-      if (res.status !== 200) throw new Error(`webhook got ${res.status}`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < n) {
+        const i = next++;
+        const res = await s.shop.sendWebhook(s.app.url, {
+          topic: 'orders/create',
+          shopDomain: domain,
+          payload: sampleOrder(i),
+          webhookId: `${prefix}-${i}`,
+        });
+        if (res.status !== 200) throw new Error(`webhook got ${res.status}`);
+      }
+    }),
+  );
 }
 
 describe(`several processes on one database (${testProvider})`, () => {
@@ -52,14 +59,20 @@ describe(`several processes on one database (${testProvider})`, () => {
     const atKill = s.emulator.events({ workspaceId: ws.workspaceId }).length;
     const second = await spawnApp(childEnv(s));
     children.push(second);
-    const events = await s.until(() => {
-      const e = s.emulator.events({ workspaceId: ws.workspaceId });
-      return new Set(e.map((x) => x.event_attribute.source_id)).size >= 600 ? e : null;
-    }, 60_000, 'all 600 delivered after restart');
+    const events = await s.until(
+      () => {
+        const e = s.emulator.events({ workspaceId: ws.workspaceId });
+        return new Set(e.map((x) => x.event_attribute.source_id)).size >= 600 ? e : null;
+      },
+      60_000,
+      'all 600 delivered after restart',
+    );
     await new Promise((r) => setTimeout(r, 500));
     const all = s.emulator.events({ workspaceId: ws.workspaceId });
     const duplicates = all.length - new Set(all.map((x) => x.event_attribute.source_id)).size;
-    console.log(`crash (${testProvider}): delivered before kill=${atKill}, in flight at kill=${inFlight}, duplicates=${duplicates}, total=${all.length}`);
+    console.log(
+      `crash (${testProvider}): delivered before kill=${atKill}, in flight at kill=${inFlight}, duplicates=${duplicates}, total=${all.length}`,
+    );
     expect(events!.length).toBeGreaterThanOrEqual(600);
     expect(duplicates).toBeLessThanOrEqual(inFlight);
     expect(await s.app.db.outboxMessage.count({ where: { sourceId: { startsWith: 'crash-' }, status: { not: 'delivered' } } })).toBe(0);
@@ -83,7 +96,11 @@ describe(`several processes on one database (${testProvider})`, () => {
     await new Promise((r) => setTimeout(r, 500));
     const events = s.emulator.events({ workspaceId: ws.workspaceId });
     const sends = s.emulator.requests().filter((r) => r.workspaceId === ws.workspaceId && r.path.includes('/webhook/send'));
-    const workers = await s.app.db.deliveryAttempt.groupBy({ by: ['workerId'], where: { message: { sourceId: { startsWith: 'shared-' } } }, _count: { _all: true } });
+    const workers = await s.app.db.deliveryAttempt.groupBy({
+      by: ['workerId'],
+      where: { message: { sourceId: { startsWith: 'shared-' } } },
+      _count: { _all: true },
+    });
     const report = {
       events: events.length,
       distinct: new Set(events.map((e) => e.event_attribute.source_id)).size,

@@ -16,10 +16,16 @@ const DAY = 86_400_000;
 /** Makes recording a delivery (status → delivered) fail for one message, as a broken column would. */
 async function failDeliveredUpdateOf(s: Stack, sourceId: string): Promise<void> {
   if (testProvider === 'postgres') {
-    await s.app.db.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION fail_delivered() RETURNS trigger AS $$ BEGIN IF NEW.status = 'delivered' AND NEW."sourceId" = '${sourceId}' THEN RAISE EXCEPTION 'value out of range (injected)'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`);
-    await s.app.db.$executeRawUnsafe(`CREATE TRIGGER fail_delivered BEFORE UPDATE ON "OutboxMessage" FOR EACH ROW EXECUTE FUNCTION fail_delivered()`);
+    await s.app.db.$executeRawUnsafe(
+      `CREATE OR REPLACE FUNCTION fail_delivered() RETURNS trigger AS $$ BEGIN IF NEW.status = 'delivered' AND NEW."sourceId" = '${sourceId}' THEN RAISE EXCEPTION 'value out of range (injected)'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`,
+    );
+    await s.app.db.$executeRawUnsafe(
+      `CREATE TRIGGER fail_delivered BEFORE UPDATE ON "OutboxMessage" FOR EACH ROW EXECUTE FUNCTION fail_delivered()`,
+    );
   } else {
-    await s.app.db.$executeRawUnsafe(`CREATE TRIGGER fail_delivered BEFORE UPDATE OF "status" ON "OutboxMessage" WHEN NEW."status" = 'delivered' AND NEW."sourceId" = '${sourceId}' BEGIN SELECT RAISE(ABORT, 'value out of range (injected)'); END`);
+    await s.app.db.$executeRawUnsafe(
+      `CREATE TRIGGER fail_delivered BEFORE UPDATE OF "status" ON "OutboxMessage" WHEN NEW."status" = 'delivered' AND NEW."sourceId" = '${sourceId}' BEGIN SELECT RAISE(ABORT, 'value out of range (injected)'); END`,
+    );
   }
 }
 
@@ -49,7 +55,11 @@ describe(`a message the service accepted is sent once (${testProvider})`, () => 
     const ws = await s.connectShop('unrecorded.myshopify.com');
     await failDeliveredUpdateOf(s, 'unrecorded-1');
     await s.webhook('orders/create', sampleOrder(301), { domain: 'unrecorded.myshopify.com', webhookId: 'unrecorded-1' });
-    const m = await s.until(() => s.app.db.outboxMessage.findFirst({ where: { sourceId: 'unrecorded-1', status: 'delivered_unconfirmed' } }), 10_000, 'delivered_unconfirmed');
+    const m = await s.until(
+      () => s.app.db.outboxMessage.findFirst({ where: { sourceId: 'unrecorded-1', status: 'delivered_unconfirmed' } }),
+      10_000,
+      'delivered_unconfirmed',
+    );
     expect(m.lastError).toMatch(/^The service accepted this message, but recording the delivery failed: .*injected/);
     // long enough for any lock to expire and any sweep to run
     await new Promise((r) => setTimeout(r, 3000));
@@ -79,7 +89,10 @@ describe(`a checkout that reaches us late (${testProvider})`, () => {
     // due a grace period after it arrived, not at once
     expect(abandoned.runAt.getTime() - clock.now().getTime()).toBeGreaterThan(9 * 60_000);
     clock.advance(5 * 60_000);
-    await s.webhook('orders/create', sampleOrder(401, { checkoutToken: checkout.token, createdAt: clock.now() }), { domain: 'stale.myshopify.com', webhookId: 'stale-order' });
+    await s.webhook('orders/create', sampleOrder(401, { checkoutToken: checkout.token, createdAt: clock.now() }), {
+      domain: 'stale.myshopify.com',
+      webhookId: 'stale-order',
+    });
     clock.advance(20 * 60_000);
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_placed' }), 5000, 'order_placed');
     await new Promise((r) => setTimeout(r, 600));
@@ -96,7 +109,11 @@ describe(`a checkout that reaches us late (${testProvider})`, () => {
     expect(s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'checkout_abandoned' })).toEqual([]);
     const log = await s.api('GET', '/api/deliveries?status=skipped', undefined, 'ancient.myshopify.com');
     expect(log.body.deliveries).toEqual([
-      expect.objectContaining({ event_name: 'checkout_abandoned', status: 'skipped', last_error: 'the checkout was last active 30 days before it reached us (no abandonment after 7 days)' }),
+      expect.objectContaining({
+        event_name: 'checkout_abandoned',
+        status: 'skipped',
+        last_error: 'the checkout was last active 30 days before it reached us (no abandonment after 7 days)',
+      }),
     ]);
   });
 });
@@ -116,13 +133,23 @@ describe(`real payload shapes and hostile input over HTTP (${testProvider})`, ()
     await s.webhook('orders/create', quirk('orders-create-rounded-ids'), { domain: SHOP, webhookId: 'q-rounded' });
     const [e] = await s.until(() => s.emulator.events({ workspaceId, eventName: 'order_placed' }), 5000, 'order_placed');
     expect(e!.email).toBe('rounded.ids@example.com');
-    expect(e!.event_attribute).toMatchObject({ order_id: '820982911946154508', total_price: 59.5, line_items: [expect.objectContaining({ product_id: '788032119674292922' })] });
+    expect(e!.event_attribute).toMatchObject({
+      order_id: '820982911946154508',
+      total_price: 59.5,
+      line_items: [expect.objectContaining({ product_id: '788032119674292922' })],
+    });
   });
 
   it('decides the event by the topic, never the body: the canned test order on every order topic', async () => {
-    for (const topic of ['orders/paid', 'orders/fulfilled', 'orders/cancelled']) await s.webhook(topic, quirk('orders-test-send'), { domain: SHOP, webhookId: `q-test-${topic}` });
+    for (const topic of ['orders/paid', 'orders/fulfilled', 'orders/cancelled'])
+      await s.webhook(topic, quirk('orders-test-send'), { domain: SHOP, webhookId: `q-test-${topic}` });
     await s.until(() => s.emulator.events({ workspaceId }).length >= 4, 5000, 'the three test sends');
-    expect(s.emulator.events({ workspaceId }).map((e) => e.event_name).sort()).toEqual(['order_cancelled', 'order_fulfilled', 'order_paid', 'order_placed']);
+    expect(
+      s.emulator
+        .events({ workspaceId })
+        .map((e) => e.event_name)
+        .sort(),
+    ).toEqual(['order_cancelled', 'order_fulfilled', 'order_paid', 'order_placed']);
   });
 
   it('sends a checkout without an id with its token as checkout_id, and refunds summed exactly', async () => {
@@ -133,14 +160,21 @@ describe(`real payload shapes and hostile input over HTTP (${testProvider})`, ()
     const [refunded] = await s.until(() => s.emulator.events({ workspaceId, eventName: 'order_refunded' }), 5000, 'order_refunded');
     // the refund names an order stored earlier (the test sends reuse q-rounded's order id, and the
     // latest of them is the stored summary): its email comes from there
-    expect(refunded).toMatchObject({ email: 'jon@example.com', event_attribute: expect.objectContaining({ order_id: '820982911946154508', refund_amount: 34.3 }) });
+    expect(refunded).toMatchObject({
+      email: 'jon@example.com',
+      event_attribute: expect.objectContaining({ order_id: '820982911946154508', refund_amount: 34.3 }),
+    });
   });
 
   it('records orders with no usable address as skipped, shown in the log and metrics, and never sends them', async () => {
     await s.webhook('orders/create', quirk('orders-create-no-email'), { domain: SHOP, webhookId: 'q-none' });
     await s.webhook('orders/create', quirk('orders-create-hostile-email'), { domain: SHOP, webhookId: 'q-hostile' });
     await s.webhook('orders/create', quirk('orders-create-customer-email-only'), { domain: SHOP, webhookId: 'q-customer' });
-    const [fromCustomer] = await s.until(() => s.emulator.events({ workspaceId, email: 'only.customer@example.com' }), 5000, 'the customer email order');
+    const [fromCustomer] = await s.until(
+      () => s.emulator.events({ workspaceId, email: 'only.customer@example.com' }),
+      5000,
+      'the customer email order',
+    );
     expect(fromCustomer!.event_attribute.source_id).toBe('q-customer');
     const log = await s.api('GET', '/api/deliveries?status=skipped', undefined, SHOP);
     const orders = log.body.deliveries.filter((d: { event_name: string }) => d.event_name === 'order_placed');
@@ -153,25 +187,38 @@ describe(`real payload shapes and hostile input over HTTP (${testProvider})`, ()
     const skipped = await s.app.db.outboxMessage.count({ where: { status: 'skipped' } });
     expect(skipped).toBeGreaterThanOrEqual(2);
     expect(metrics).toMatch(new RegExp(`^connector_outbox_messages\\{status="skipped"\\} ${skipped}$`, 'm'));
-    expect(s.emulator.events({ workspaceId }).map((e) => e.event_attribute.source_id)).not.toEqual(expect.arrayContaining(['q-none', 'q-hostile']));
+    expect(s.emulator.events({ workspaceId }).map((e) => e.event_attribute.source_id)).not.toEqual(
+      expect.arrayContaining(['q-none', 'q-hostile']),
+    );
     expect(refusals()).toEqual([]);
   });
 
   it('never sends a request the service answers 400, whatever string the email is (fast-check)', async () => {
     let n = 0;
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.string({ maxLength: 40 }), fc.emailAddress(), fc.constantFrom('a@b', ' A@B.CO ', 'x@y.z\r\nBcc: q@r.s', 'ünï@cödé.de')), fc.constantFrom('orders/create', 'customers/create', 'checkouts/create'), async (email, topic) => {
-        n += 1;
-        const payload =
-          topic === 'orders/create' ? { ...sampleOrder(5000 + n), email, contact_email: null, customer: null }
-            : topic === 'customers/create' ? { id: 7_100_000 + n, email, created_at: new Date().toISOString() }
-              : { ...sampleCheckout(5000 + n), email, customer: null };
-        expect((await s.webhook(topic, payload, { domain: SHOP, webhookId: `fuzz-email-${n}` })).status).toBe(200);
-      }),
+      fc.asyncProperty(
+        fc.oneof(fc.string({ maxLength: 40 }), fc.emailAddress(), fc.constantFrom('a@b', ' A@B.CO ', 'x@y.z\r\nBcc: q@r.s', 'ünï@cödé.de')),
+        fc.constantFrom('orders/create', 'customers/create', 'checkouts/create'),
+        async (email, topic) => {
+          n += 1;
+          const payload =
+            topic === 'orders/create'
+              ? { ...sampleOrder(5000 + n), email, contact_email: null, customer: null }
+              : topic === 'customers/create'
+                ? { id: 7_100_000 + n, email, created_at: new Date().toISOString() }
+                : { ...sampleCheckout(5000 + n), email, customer: null };
+          expect((await s.webhook(topic, payload, { domain: SHOP, webhookId: `fuzz-email-${n}` })).status).toBe(200);
+        },
+      ),
       { numRuns: 60 },
     );
     // let everything that was queued go out
-    await s.until(async () => (await s.app.db.outboxMessage.count({ where: { status: { in: ['queued', 'delivering'] }, runAt: { lte: new Date() } } })) === 0, 20_000, 'the queue drained');
+    await s.until(
+      async () =>
+        (await s.app.db.outboxMessage.count({ where: { status: { in: ['queued', 'delivering'] }, runAt: { lte: new Date() } } })) === 0,
+      20_000,
+      'the queue drained',
+    );
     expect(refusals()).toEqual([]);
   }, 60_000);
 });

@@ -37,7 +37,12 @@ describe(`answers of the email service (${testProvider})`, () => {
   }
 
   async function order(domain: string, sourceId: string): Promise<void> {
-    const res = await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: domain, payload: sampleOrder(9_100 + ++n), webhookId: sourceId });
+    const res = await s.shop.sendWebhook(s.app.url, {
+      topic: 'orders/create',
+      shopDomain: domain,
+      payload: sampleOrder(9_100 + ++n),
+      webhookId: sourceId,
+    });
     expect(res.status).toBe(200);
     // its message stored by stage 2
     await s.settle();
@@ -45,11 +50,16 @@ describe(`answers of the email service (${testProvider})`, () => {
   const messageOf = (sourceId: string) => s.app.db.outboxMessage.findFirstOrThrow({ where: { sourceId, eventName: 'order_placed' } });
   /** The message once its first attempt is recorded. */
   const afterFirstAttempt = (sourceId: string) =>
-    s.until(async () => {
-      const m = await s.app.db.outboxMessage.findFirst({ where: { sourceId, eventName: 'order_placed' } });
-      return m && m.attempts >= 1 && m.status !== 'delivering' ? m : null;
-    }, 10_000, `the first attempt of ${sourceId}`);
-  const received = (workspaceId: string, sourceId: string) => s.emulator.events({ workspaceId }).filter((e) => e.event_attribute.source_id === sourceId);
+    s.until(
+      async () => {
+        const m = await s.app.db.outboxMessage.findFirst({ where: { sourceId, eventName: 'order_placed' } });
+        return m && m.attempts >= 1 && m.status !== 'delivering' ? m : null;
+      },
+      10_000,
+      `the first attempt of ${sourceId}`,
+    );
+  const received = (workspaceId: string, sourceId: string) =>
+    s.emulator.events({ workspaceId }).filter((e) => e.event_attribute.source_id === sourceId);
 
   describe('answers that are not a delivery, and answers to try again later: retried, then delivered once', () => {
     it.each<[string, FaultSpec['mode'], number]>([
@@ -92,14 +102,18 @@ describe(`answers of the email service (${testProvider})`, () => {
     s.emulator.injectFault({ mode: 'status401', count: 1, path: '/webhook/send' });
     await order(refused, 'status401-1');
     expect(await afterFirstAttempt('status401-1')).toMatchObject({ status: 'held', heldReason: 'invalid_key', attempts: 1 });
-    expect((await s.api('GET', '/api/connection', undefined, refused)).body).toMatchObject({ status: 'invalid_key', delivery_problem: null });
+    expect((await s.api('GET', '/api/connection', undefined, refused)).body).toMatchObject({
+      status: 'invalid_key',
+      delivery_problem: null,
+    });
   });
 
   describe('404 on send: a few tries, then the shop is held as a configuration problem, until the address answers', () => {
     const domain = 'answer-404.myshopify.com';
     const ids = ['nf-0', 'nf-1', 'nf-2'];
     let workspaceId: string;
-    const held = async () => s.app.db.outboxMessage.findMany({ where: { sourceId: { in: ids }, status: 'held', heldReason: 'service_not_found' } });
+    const held = async () =>
+      s.app.db.outboxMessage.findMany({ where: { sourceId: { in: ids }, status: 'held', heldReason: 'service_not_found' } });
 
     it('three attempts, then every message of the shop is held (service_not_found), none dead, and the page says what to do', async () => {
       ({ workspaceId } = await s.connectShop(domain));
@@ -115,7 +129,10 @@ describe(`answers of the email service (${testProvider})`, () => {
       expect(s.emulator.events({ workspaceId })).toEqual([]);
 
       const view = (await s.api('GET', '/api/connection', undefined, domain)).body;
-      expect(view).toMatchObject({ status: 'connected', delivery_problem: { code: 'service_not_found', held: 3, message: expect.stringMatching(/SERVICE_WEBHOOK_URL/) } });
+      expect(view).toMatchObject({
+        status: 'connected',
+        delivery_problem: { code: 'service_not_found', held: 3, message: expect.stringMatching(/SERVICE_WEBHOOK_URL/) },
+      });
     });
 
     it('a re-probe while the address still answers 404 costs one request and holds it again; the operator hears of it once, as an error', async () => {
@@ -127,17 +144,28 @@ describe(`answers of the email service (${testProvider})`, () => {
       // nothing due or in flight: the next round probes again
       expect(await s.app.reprobeHolds()).toEqual({ held: 1, probed: 1, released: 0 });
       await s.until(async () => (await held()).length === ids.length, 10_000, 'the probe held again');
-      const errors = logs.lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level >= 50 && /404/.test(l.msg));
+      const errors = logs.lines
+        .map((l) => JSON.parse(l) as { level: number; msg: string })
+        .filter((l) => l.level >= 50 && /404/.test(l.msg));
       expect(errors).toHaveLength(1);
       expect(errors[0]!.msg).toMatch(/SERVICE_WEBHOOK_URL/);
     });
 
     it('once the address answers, the probe is delivered and the next round releases the rest: each delivered once', async () => {
       expect(await s.app.reprobeHolds()).toMatchObject({ held: 1, probed: 1 });
-      await s.until(async () => (await s.app.db.outboxMessage.count({ where: { sourceId: { in: ids }, status: 'delivered' } })) === 1, 10_000, 'the probe delivered');
+      await s.until(
+        async () => (await s.app.db.outboxMessage.count({ where: { sourceId: { in: ids }, status: 'delivered' } })) === 1,
+        10_000,
+        'the probe delivered',
+      );
       expect(await s.app.reprobeHolds()).toEqual({ held: 1, probed: 0, released: 1 });
       await s.until(() => s.emulator.events({ workspaceId }).length >= ids.length, 10_000, 'all delivered');
-      expect(s.emulator.events({ workspaceId }).map((e) => e.event_attribute.source_id).sort()).toEqual(ids);
+      expect(
+        s.emulator
+          .events({ workspaceId })
+          .map((e) => e.event_attribute.source_id)
+          .sort(),
+      ).toEqual(ids);
       expect((await s.api('GET', '/api/connection', undefined, domain)).body.delivery_problem).toBeNull();
       expect(await s.app.reprobeHolds()).toEqual({ held: 0, probed: 0, released: 0 });
     });
@@ -149,7 +177,10 @@ describe(`answers of the email service (${testProvider})`, () => {
     const { workspaceId } = await s.connectShop(domain);
     s.emulator.injectFault({ mode: 'status404', count: 10_000, path: '/webhook/send' });
     for (const id of ids) await order(domain, id);
-    await drive(async () => (await s.app.db.outboxMessage.count({ where: { sourceId: { in: ids }, status: 'held', heldReason: 'service_not_found' } })) === 2);
+    await drive(
+      async () =>
+        (await s.app.db.outboxMessage.count({ where: { sourceId: { in: ids }, status: 'held', heldReason: 'service_not_found' } })) === 2,
+    );
     s.emulator.clearFaults();
     const one = await messageOf(ids[0]!);
     expect((await s.api('POST', `/api/deliveries/${one.id}/retry`, undefined, domain)).status).toBe(202);
@@ -170,8 +201,19 @@ describe(`answers of the email service (${testProvider})`, () => {
     expect((await messageOf('nfs-0')).status).toBe('held');
 
     // another process starts on the same database, as after a redeploy with the address fixed
-    const config = testConfig(s.database.url, { ROLE: 'worker', SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: s.emulator.url, SHOPIFY_ADMIN_ORIGIN: s.shop.url });
-    const started = await startServer(config, { logger: captureLogs('silent').logger, host: '127.0.0.1', now: clock.now, worker: { safetyPollMs: 250 } });
+    const config = testConfig(s.database.url, {
+      ROLE: 'worker',
+      SHOPIFY_API_KEY: API_KEY,
+      SHOPIFY_API_SECRET: API_SECRET,
+      SERVICE_BASE_URL: s.emulator.url,
+      SHOPIFY_ADMIN_ORIGIN: s.shop.url,
+    });
+    const started = await startServer(config, {
+      logger: captureLogs('silent').logger,
+      host: '127.0.0.1',
+      now: clock.now,
+      worker: { safetyPollMs: 250 },
+    });
     try {
       await s.until(() => received(workspaceId, 'nfs-0'), 10_000, 'the held message delivered after the start');
       expect(await messageOf('nfs-0')).toMatchObject({ status: 'delivered', heldReason: null });
@@ -192,15 +234,21 @@ describe(`answers of the email service (${testProvider})`, () => {
       await s.until(() => s.emulator.events({ workspaceId }).length >= 1, 10_000, 'the customer event');
       s.emulator.injectFault({ mode, count: 1, path: '/contact/delete' });
       await s.shop.sendWebhook(s.app.url, {
-        topic: 'customers/redact', shopDomain: domain, webhookId: `rc-redact-${mode}`,
+        topic: 'customers/redact',
+        shopDomain: domain,
+        webhookId: `rc-redact-${mode}`,
         payload: { shop_id: 1, shop_domain: domain, customer: { id: c.id, email: c.email, phone: null }, orders_to_redact: [] },
       });
       const shopId = (await s.app.db.shop.findUniqueOrThrow({ where: { domain } })).id;
       const del = () => s.app.db.outboxMessage.findFirstOrThrow({ where: { shopId, kind: 'contact_delete' } });
-      await s.until(async () => {
-        const m = await s.app.db.outboxMessage.findFirst({ where: { shopId, kind: 'contact_delete' } });
-        return m && m.attempts >= 1 && m.status !== 'delivering';
-      }, 10_000, 'the first delete attempt');
+      await s.until(
+        async () => {
+          const m = await s.app.db.outboxMessage.findFirst({ where: { shopId, kind: 'contact_delete' } });
+          return m && m.attempts >= 1 && m.status !== 'delivering';
+        },
+        10_000,
+        'the first delete attempt',
+      );
       expect(await del()).toMatchObject({ status: 'queued', attempts: 1 });
       expect(s.emulator.deletedContacts(workspaceId)).toEqual([]);
       await drive(async () => (await del()).status === 'delivered');

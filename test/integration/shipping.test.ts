@@ -50,8 +50,11 @@ describe(`shipping events and product images (${testProvider})`, () => {
     const [shipped] = await s.until(() => events('order_shipped'), 5000, 'order_shipped');
     expect(shipped!.email).toBe(order.email);
     expect(shipped!.event_attribute).toMatchObject({
-      order_id: String(order.id), order_name: order.name, fulfillment_id: String(fulfillment.id),
-      tracking_numbers: [expect.any(String)], tracking_urls: [expect.stringContaining('ups.com')],
+      order_id: String(order.id),
+      order_name: order.name,
+      fulfillment_id: String(fulfillment.id),
+      tracking_numbers: [expect.any(String)],
+      tracking_urls: [expect.stringContaining('ups.com')],
     });
     expect((shipped!.event_attribute.line_items as Array<Record<string, unknown>>)[0]?.image_url).toEqual(expect.any(String));
 
@@ -62,7 +65,12 @@ describe(`shipping events and product images (${testProvider})`, () => {
     await send('fulfillments/create', fulfillment, 'ship-f-create-again');
     await s.until(() => events('shipment_delivered'), 5000, 'shipment_delivered');
     await new Promise((r) => setTimeout(r, 300));
-    expect(events().map((e) => e.event_name).filter((n) => n.startsWith('shipment') || n === 'order_shipped').sort()).toEqual(['order_shipped', 'shipment_delivered']);
+    expect(
+      events()
+        .map((e) => e.event_name)
+        .filter((n) => n.startsWith('shipment') || n === 'order_shipped')
+        .sort(),
+    ).toEqual(['order_shipped', 'shipment_delivered']);
     const receipt = await s.app.db.webhookReceipt.findUniqueOrThrow({ where: { webhookId: 'ship-e-ofd' } });
     expect(receipt.outcome).toBe('ignored');
   });
@@ -70,8 +78,16 @@ describe(`shipping events and product images (${testProvider})`, () => {
   it('customers/redact erases the stored order summary and shipping state with the rest', async () => {
     const order = sampleOrder(1);
     expect(await tablesContaining(s.app.db, order.email)).toEqual(expect.arrayContaining(['OrderSummary', 'FulfillmentState']));
-    await send('customers/redact', { shop_id: 1, shop_domain: SHOP, customer: { id: order.customer.id, email: order.email, phone: null }, orders_to_redact: [order.id] }, 'ship-redact');
-    await s.until(async () => (await s.app.db.outboxMessage.count({ where: { kind: 'contact_delete', status: 'delivered' } })) === 1, 5000, 'contact deleted');
+    await send(
+      'customers/redact',
+      { shop_id: 1, shop_domain: SHOP, customer: { id: order.customer.id, email: order.email, phone: null }, orders_to_redact: [order.id] },
+      'ship-redact',
+    );
+    await s.until(
+      async () => (await s.app.db.outboxMessage.count({ where: { kind: 'contact_delete', status: 'delivered' } })) === 1,
+      5000,
+      'contact deleted',
+    );
     expect(await tablesContaining(s.app.db, order.email)).toEqual([]);
     expect(await s.app.db.orderSummary.count({ where: { orderId: String(order.id) } })).toBe(0);
     expect(await s.app.db.fulfillmentState.count()).toBe(0);

@@ -26,7 +26,11 @@ function forgedAdd(p: Product) {
         ...e.data.cartLine,
         cost: { totalAmount: { amount: 0.01, currencyCode: 'XXX' } },
         merchandise: {
-          ...merchandise, title: FORGED, sku: FORGED, price: { amount: 0.01, currencyCode: 'XXX' }, image: { src: 'https://evil.example/pills.png' },
+          ...merchandise,
+          title: FORGED,
+          sku: FORGED,
+          price: { amount: 0.01, currencyCode: 'XXX' },
+          image: { src: 'https://evil.example/pills.png' },
           product: { ...merchandise.product, title: FORGED, url: 'https://evil.example/buy' },
         },
       },
@@ -39,7 +43,10 @@ describe(`storefront trust (${testProvider})`, () => {
   const clock = new TestClock();
   let n = 0;
   beforeAll(async () => {
-    s = await startStack({ server: { now: clock.now }, env: { PIXEL_EVENTS_PER_EMAIL_DAY: '5', PIXEL_ABANDONMENTS_PER_EMAIL_DAY: '1', PIXEL_LOOKUPS_PER_MINUTE: '4' } });
+    s = await startStack({
+      server: { now: clock.now },
+      env: { PIXEL_EVENTS_PER_EMAIL_DAY: '5', PIXEL_ABANDONMENTS_PER_EMAIL_DAY: '1', PIXEL_LOOKUPS_PER_MINUTE: '4' },
+    });
   });
   afterAll(() => s.close());
 
@@ -50,14 +57,25 @@ describe(`storefront trust (${testProvider})`, () => {
     return { domain, key, workspaceId, shopId };
   }
   const events = (workspaceId: string, eventName?: string) => s.emulator.events({ workspaceId, eventName });
-  const storefrontEvents = (workspaceId: string) => events(workspaceId).filter((e) => ['viewed_product', 'added_to_cart'].includes(e.event_name));
+  const storefrontEvents = (workspaceId: string) =>
+    events(workspaceId).filter((e) => ['viewed_product', 'added_to_cart'].includes(e.event_name));
   const metrics = async () => (await fetch(`${s.app.url}/metrics`)).text();
-  const metric = (text: string, name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, (c) => `\\${c}`)} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+  const metric = (text: string, name: string) =>
+    Number(new RegExp(`^${name.replace(/[{}]/g, (c) => `\\${c}`)} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
   let customerId = 99_100;
   /** A customer Shopify signed a customers/create webhook for: it vouches for the email. */
-  const customerWebhook = (domain: string, email: string) => s.webhook('customers/create', { ...s.fixture('customers-create'), id: ++customerId, email }, { domain });
+  const customerWebhook = (domain: string, email: string) =>
+    s.webhook('customers/create', { ...s.fixture('customers-create'), id: ++customerId, email }, { domain });
   /** A checkout Shopify signed, naming `email` (as checkouts/create and checkouts/update do). */
-  const checkout = (email: string) => ({ ...s.fixture('checkouts-update'), id: Math.floor(Math.random() * 1e9), token: `t-${randomUUID()}`, email, customer: null, completed_at: null, updated_at: clock.now().toISOString() });
+  const checkout = (email: string) => ({
+    ...s.fixture('checkouts-update'),
+    id: Math.floor(Math.random() * 1e9),
+    token: `t-${randomUUID()}`,
+    email,
+    customer: null,
+    completed_at: null,
+    updated_at: clock.now().toISOString(),
+  });
 
   it('never sends to a forged email: the claim waits unvouched, then expires with the visitor’s events, unsent', async () => {
     const { domain, key, workspaceId, shopId } = await shop();
@@ -76,12 +94,16 @@ describe(`storefront trust (${testProvider})`, () => {
     expect(await s.app.db.outboxMessage.count({ where: { shopId } })).toBe(0);
     expect(await s.app.db.pixelVisitor.count({ where: { shopId } })).toBe(0);
     expect(await s.app.db.pixelClaim.count({ where: { shopId } })).toBe(2);
-    expect(await s.app.db.pixelShopper.findMany({ where: { shopId }, select: { state: true, source: true } })).toEqual([{ state: 'unknown', source: 'admin_api' }]);
+    expect(await s.app.db.pixelShopper.findMany({ where: { shopId }, select: { state: true, source: true } })).toEqual([
+      { state: 'unknown', source: 'admin_api' },
+    ]);
     // nothing holds the address: claims and trust rows keep a keyed hash of it
     expect(await tablesContaining(s.app.db, victim)).toEqual([]);
     expect(await tablesContaining(s.app.db, 'evil.example')).toEqual([]);
     const during = await metrics();
-    expect(metric(during, 'connector_pixel_claims_total{outcome="pending"}') - metric(before, 'connector_pixel_claims_total{outcome="pending"}')).toBe(2);
+    expect(
+      metric(during, 'connector_pixel_claims_total{outcome="pending"}') - metric(before, 'connector_pixel_claims_total{outcome="pending"}'),
+    ).toBe(2);
     // connector_pixel_claims_pending is a cached gauge (up to 15 s old: metrics-gauges.test.ts); the page's count is live
     expect((await s.api('GET', '/api/pixel', undefined, domain)).body.activity).toMatchObject({ claims_pending: 2, claims_vouched: 0 });
 
@@ -89,7 +111,11 @@ describe(`storefront trust (${testProvider})`, () => {
     clock.advance(31 * MIN);
     expect(await s.app.sweepPixels()).toMatchObject({ claims: 2 });
     expect(await s.app.db.pixelClaim.count({ where: { shopId } })).toBe(0);
-    expect((await s.api('GET', '/api/pixel', undefined, domain)).body.activity).toMatchObject({ claims_pending: 0, claims_expired: 2, claims_vouched: 0 });
+    expect((await s.api('GET', '/api/pixel', undefined, domain)).body.activity).toMatchObject({
+      claims_pending: 0,
+      claims_expired: 2,
+      claims_vouched: 0,
+    });
     clock.advance(24 * HOUR);
     await s.app.sweepPixels();
     expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(0);
@@ -98,7 +124,9 @@ describe(`storefront trust (${testProvider})`, () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(storefrontEvents(workspaceId)).toEqual([]);
     const after = await metrics();
-    expect(metric(after, 'connector_pixel_claims_total{outcome="expired"}') - metric(before, 'connector_pixel_claims_total{outcome="expired"}')).toBe(2);
+    expect(
+      metric(after, 'connector_pixel_claims_total{outcome="expired"}') - metric(before, 'connector_pixel_claims_total{outcome="expired"}'),
+    ).toBe(2);
   });
 
   it('never lets a forged title, price or link reach the service: they are Shopify’s', async () => {
@@ -109,7 +137,11 @@ describe(`storefront trust (${testProvider})`, () => {
     const [added] = await s.until(() => events(workspaceId, 'added_to_cart'), 5000, 'added_to_cart');
     expect(added!.event_attribute).toMatchObject({ ...shopifyProduct(s, MUG, domain), quantity: 3, line_total: 54, cart_total: 54 });
     const cart = await s.app.db.outboxMessage.findFirstOrThrow({ where: { email, eventName: 'cart_abandoned' } });
-    expect(JSON.parse(cart.body).event_attribute).toMatchObject({ total_price: 54, currency: 'USD', line_items: [expect.objectContaining({ product_title: 'Aurora Mug', price: 18 })] });
+    expect(JSON.parse(cart.body).event_attribute).toMatchObject({
+      total_price: 54,
+      currency: 'USD',
+      line_items: [expect.objectContaining({ product_title: 'Aurora Mug', price: 18 })],
+    });
     expect(JSON.stringify(s.emulator.events({}))).not.toMatch(/evil\.example|Cheap pills|0\.01|XXX/);
     expect(await tablesContaining(s.app.db, 'evil.example')).toEqual([]);
   });
@@ -121,8 +153,15 @@ describe(`storefront trust (${testProvider})`, () => {
     await sendBatch(s, batch(key, client, [ev.view(MUG), ev.add(TOTE)]));
     await customerWebhook(domain, 'New.Customer@Example.com');
     await sendBatch(s, batch(key, client, [ev.page()], { email }));
-    const sent = await s.until(() => (storefrontEvents(workspaceId).length >= 2 ? storefrontEvents(workspaceId) : null), 5000, 'the stitched events');
-    expect(sent.map((e) => [e.event_name, e.email, e.event_attribute.product_title]).sort()).toEqual([['added_to_cart', email, 'Canvas Tote'], ['viewed_product', email, 'Aurora Mug']]);
+    const sent = await s.until(
+      () => (storefrontEvents(workspaceId).length >= 2 ? storefrontEvents(workspaceId) : null),
+      5000,
+      'the stitched events',
+    );
+    expect(sent.map((e) => [e.event_name, e.email, e.event_attribute.product_title]).sort()).toEqual([
+      ['added_to_cart', email, 'Canvas Tote'],
+      ['viewed_product', email, 'Aurora Mug'],
+    ]);
     // no Admin API call was needed: the webhook had vouched
     expect(s.shop.customerQueries(domain)).toBe(0);
   });
@@ -133,9 +172,18 @@ describe(`storefront trust (${testProvider})`, () => {
     const client = randomUUID();
     await sendBatch(s, batch(key, client, [ev.view(TOTE)]));
     await sendBatch(s, batch(key, client, [ev.add(MUG)], { email: 'Looked.Up@example.com' }));
-    const sent = await s.until(() => (storefrontEvents(workspaceId).length >= 2 ? storefrontEvents(workspaceId) : null), 5000, 'the stitched events');
-    expect(sent.map((e) => [e.event_name, e.email]).sort()).toEqual([['added_to_cart', email], ['viewed_product', email]]);
-    expect(await s.app.db.pixelShopper.findMany({ where: { shopId }, select: { state: true, source: true } })).toEqual([{ state: 'vouched', source: 'admin_api' }]);
+    const sent = await s.until(
+      () => (storefrontEvents(workspaceId).length >= 2 ? storefrontEvents(workspaceId) : null),
+      5000,
+      'the stitched events',
+    );
+    expect(sent.map((e) => [e.event_name, e.email]).sort()).toEqual([
+      ['added_to_cart', email],
+      ['viewed_product', email],
+    ]);
+    expect(await s.app.db.pixelShopper.findMany({ where: { shopId }, select: { state: true, source: true } })).toEqual([
+      { state: 'vouched', source: 'admin_api' },
+    ]);
     // another device of the same customer: the vouch is cached, Shopify is not asked again
     await sendBatch(s, batch(key, randomUUID(), [ev.view(MUG)], { email }));
     expect(s.shop.customerQueries(domain)).toBe(1);
@@ -151,14 +199,29 @@ describe(`storefront trust (${testProvider})`, () => {
     expect(storefrontEvents(workspaceId)).toEqual([]);
     expect(await s.app.db.pixelClaim.count({ where: { shopId } })).toBe(1);
     await s.webhook('checkouts/update', checkout(email), { domain });
-    const sent = await s.until(() => (storefrontEvents(workspaceId).length >= 2 ? storefrontEvents(workspaceId) : null), 5000, 'the stitched events');
-    expect(sent.map((e) => [e.event_name, e.email]).sort()).toEqual([['added_to_cart', email], ['viewed_product', email]]);
+    const sent = await s.until(
+      () => (storefrontEvents(workspaceId).length >= 2 ? storefrontEvents(workspaceId) : null),
+      5000,
+      'the stitched events',
+    );
+    expect(sent.map((e) => [e.event_name, e.email]).sort()).toEqual([
+      ['added_to_cart', email],
+      ['viewed_product', email],
+    ]);
     expect(await s.app.db.pixelClaim.count({ where: { shopId } })).toBe(0);
-    expect(await s.app.db.pixelVisitor.findMany({ where: { shopId }, select: { clientId: true, email: true } })).toEqual([{ clientId: client, email }]);
-    expect(await s.app.db.pixelShopper.findMany({ where: { shopId }, select: { state: true, source: true } })).toEqual([{ state: 'vouched', source: 'checkout' }]);
+    expect(await s.app.db.pixelVisitor.findMany({ where: { shopId }, select: { clientId: true, email: true } })).toEqual([
+      { clientId: client, email },
+    ]);
+    expect(await s.app.db.pixelShopper.findMany({ where: { shopId }, select: { state: true, source: true } })).toEqual([
+      { state: 'vouched', source: 'checkout' },
+    ]);
     // later batches of the client id count for the vouched email
     await sendBatch(s, batch(key, client, [ev.view(TOTE)]));
-    await s.until(() => events(workspaceId, 'viewed_product').find((e) => e.event_attribute.product_id === TOTE.id && e.email === email), 5000, 'a later view');
+    await s.until(
+      () => events(workspaceId, 'viewed_product').find((e) => e.event_attribute.product_id === TOTE.id && e.email === email),
+      5000,
+      'a later view',
+    );
     expect((await s.api('GET', '/api/pixel', undefined, domain)).body.activity).toMatchObject({ claims_pending: 0, claims_vouched: 1 });
   });
 
@@ -191,8 +254,15 @@ describe(`storefront trust (${testProvider})`, () => {
       s.app.processor.start();
     }
     await s.settle();
-    const sent = await s.until(() => (events(workspaceId, 'viewed_product').length >= 2 ? events(workspaceId, 'viewed_product') : null), 5000, 'both stitched views');
-    expect(sent.map((e) => [e.email, e.event_attribute.product_id]).sort()).toEqual([[first, MUG.id], [second, TOTE.id]]);
+    const sent = await s.until(
+      () => (events(workspaceId, 'viewed_product').length >= 2 ? events(workspaceId, 'viewed_product') : null),
+      5000,
+      'both stitched views',
+    );
+    expect(sent.map((e) => [e.email, e.event_attribute.product_id]).sort()).toEqual([
+      [first, MUG.id],
+      [second, TOTE.id],
+    ]);
     // nothing needed the Admin API: the batch's own webhooks vouched
     expect(s.shop.customerQueries(domain)).toBe(0);
   });
@@ -212,7 +282,11 @@ describe(`storefront trust (${testProvider})`, () => {
     await new Promise((r) => setTimeout(r, 1_500)); // the fake shop answers late: nothing is learned from it
     expect(await s.app.db.pixelShopper.count({ where: { shopId } })).toBe(0);
     expect(events(workspaceId)).toEqual([]);
-    await s.webhook('orders/create', { ...s.fixture('orders-create'), id: 99003, email, contact_email: email, customer: null, checkout_token: null }, { domain, webhookId: `order-${randomUUID()}` });
+    await s.webhook(
+      'orders/create',
+      { ...s.fixture('orders-create'), id: 99003, email, contact_email: email, customer: null, checkout_token: null },
+      { domain, webhookId: `order-${randomUUID()}` },
+    );
     const [viewed] = await s.until(() => events(workspaceId, 'viewed_product'), 5000, 'the view, once the order vouched');
     expect(viewed!.email).toBe(email);
   }, 30_000);
@@ -240,7 +314,10 @@ describe(`storefront trust (${testProvider})`, () => {
     expect(storefrontEvents(workspaceId).map((e) => e.event_attribute.product_id)).toEqual([TOTE.id]);
     expect(viewed!.event_attribute.product_title).toBe('Canvas Tote');
     const after = await metrics();
-    expect(metric(after, 'connector_pixel_products_dropped_total{reason="unknown"}') - metric(before, 'connector_pixel_products_dropped_total{reason="unknown"}')).toBe(4);
+    expect(
+      metric(after, 'connector_pixel_products_dropped_total{reason="unknown"}') -
+        metric(before, 'connector_pixel_products_dropped_total{reason="unknown"}'),
+    ).toBe(4);
     expect(metric(after, 'connector_pixel_admin_api_calls_total{kind="products"}')).toBeGreaterThan(0);
     expect((await s.api('GET', '/api/pixel', undefined, domain)).body.activity).toMatchObject({ products_dropped: 4 });
     // an unknown id is remembered, not written: no row of it
@@ -280,18 +357,33 @@ describe(`storefront trust (${testProvider})`, () => {
     await sendBatch(s, batch(key, claimant, [ev.view(MUG)]));
     await sendBatch(s, batch(key, claimant, [ev.contact()], { email }));
     await sendBatch(s, batch(key, randomUUID(), [ev.view(TOTE)])); // someone else's, kept
-    expect([await s.app.db.pixelClaim.count({ where: { shopId } }), await s.app.db.pixelShopper.count({ where: { shopId } })]).toEqual([1, 1]);
+    expect([await s.app.db.pixelClaim.count({ where: { shopId } }), await s.app.db.pixelShopper.count({ where: { shopId } })]).toEqual([
+      1, 1,
+    ]);
 
-    await s.webhook('customers/data_request', { shop_domain: domain, customer: { id: 515151, email }, orders_requested: [], data_request: { id: 778 } }, { domain });
+    await s.webhook(
+      'customers/data_request',
+      { shop_domain: domain, customer: { id: 515151, email }, orders_requested: [], data_request: { id: 778 } },
+      { domain },
+    );
     const storefront = JSON.parse((await s.app.db.dataExport.findFirstOrThrow({ where: { shopId } })).content).storefront;
     expect(storefront.claims).toEqual([expect.objectContaining({ client_id: claimant })]);
     expect(storefront.confirmed).toEqual([expect.objectContaining({ state: 'unknown', source: 'admin_api' })]);
-    expect(storefront.waiting_events.map((e: { client_id: string; name: string }) => [e.client_id, e.name]).sort()).toEqual([[claimant, 'checkout_started'], [claimant, 'product_viewed']]);
+    expect(storefront.waiting_events.map((e: { client_id: string; name: string }) => [e.client_id, e.name]).sort()).toEqual([
+      [claimant, 'checkout_started'],
+      [claimant, 'product_viewed'],
+    ]);
 
-    await s.webhook('customers/redact', { shop_domain: domain, customer: { id: 515151, email: 'Claimed.Then.Redacted@example.com' }, orders_to_redact: [] }, { domain });
+    await s.webhook(
+      'customers/redact',
+      { shop_domain: domain, customer: { id: 515151, email: 'Claimed.Then.Redacted@example.com' }, orders_to_redact: [] },
+      { domain },
+    );
     expect(await s.app.db.pixelClaim.count({ where: { shopId } })).toBe(0);
     expect(await s.app.db.pixelShopper.count({ where: { shopId } })).toBe(0);
-    expect(await s.app.db.pixelEvent.findMany({ where: { shopId }, select: { clientId: true } })).toEqual([{ clientId: expect.not.stringMatching(claimant) }]);
+    expect(await s.app.db.pixelEvent.findMany({ where: { shopId }, select: { clientId: true } })).toEqual([
+      { clientId: expect.not.stringMatching(claimant) },
+    ]);
     expect(await tablesContaining(s.app.db, claimant)).toEqual([]);
   });
 });
@@ -307,7 +399,11 @@ describe(`storefront per-IP limit (${testProvider})`, () => {
   afterAll(() => s.close());
 
   const post = (clientId: string, forwardedFor: string) =>
-    fetch(`${s.app.url}/pixel/events`, { method: 'POST', headers: { 'content-type': 'text/plain;charset=UTF-8', 'x-forwarded-for': forwardedFor }, body: batch(key, clientId, [ev.page()]) });
+    fetch(`${s.app.url}/pixel/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain;charset=UTF-8', 'x-forwarded-for': forwardedFor },
+      body: batch(key, clientId, [ev.page()]),
+    });
   const stored = () => s.app.db.webhookReceipt.count({ where: { kind: 'pixel' } });
 
   it('cuts a sender rotating client ids to its address’s rate, whatever it writes in X-Forwarded-For; other addresses go on', async () => {
@@ -346,11 +442,17 @@ describe(`storefront per-IP limit (${testProvider})`, () => {
       const before = await local.app.db.webhookReceipt.count({ where: { kind: 'pixel' } });
       const started = Date.now();
       for (let i = 0; i < 100; i++) {
-        await fetch(`${local.app.url}/pixel/events`, { method: 'POST', headers: { 'content-type': 'text/plain', 'x-forwarded-for': `198.51.100.${i}` }, body: batch(localKey, randomUUID(), [ev.page()]) });
+        await fetch(`${local.app.url}/pixel/events`, {
+          method: 'POST',
+          headers: { 'content-type': 'text/plain', 'x-forwarded-for': `198.51.100.${i}` },
+          body: batch(localKey, randomUUID(), [ev.page()]),
+        });
       }
       const elapsedS = (Date.now() - started) / 1000;
       await local.settle();
-      expect((await local.app.db.webhookReceipt.count({ where: { kind: 'pixel' } })) - before).toBeLessThanOrEqual(20 + Math.ceil(2 * elapsedS) + 2);
+      expect((await local.app.db.webhookReceipt.count({ where: { kind: 'pixel' } })) - before).toBeLessThanOrEqual(
+        20 + Math.ceil(2 * elapsedS) + 2,
+      );
     } finally {
       await local.close();
     }

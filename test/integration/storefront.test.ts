@@ -34,7 +34,8 @@ describe(`storefront events (${testProvider})`, () => {
     return { domain, key, workspaceId, shopId };
   }
   const events = (workspaceId: string, eventName?: string) => s.emulator.events({ workspaceId, eventName });
-  const messages = (shopId: string, eventName: string) => s.app.db.outboxMessage.findMany({ where: { shopId, eventName }, orderBy: { id: 'asc' } });
+  const messages = (shopId: string, eventName: string) =>
+    s.app.db.outboxMessage.findMany({ where: { shopId, eventName }, orderBy: { id: 'asc' } });
   const attrs = (m: { body: string }) => (JSON.parse(m.body) as { event_attribute: Record<string, any> }).event_attribute;
 
   it('keeps an anonymous visitor’s events until the contact step gives an email Shopify knows, then sends them for it, stitched, with Shopify’s product data', async () => {
@@ -51,12 +52,17 @@ describe(`storefront events (${testProvider})`, () => {
     expect(await sendBatch(s, batch(key, client, [ev.contact()], { email: '  Jane.Doe@Example.com ' }))).toBe(204);
     const sent = await s.until(() => (events(workspaceId).length >= 3 ? events(workspaceId) : null), 5000, 'the stitched events');
     expect(sent.map((e) => [e.event_name, e.email]).sort()).toEqual([
-      ['added_to_cart', 'jane.doe@example.com'], ['viewed_product', 'jane.doe@example.com'], ['viewed_product', 'jane.doe@example.com'],
+      ['added_to_cart', 'jane.doe@example.com'],
+      ['viewed_product', 'jane.doe@example.com'],
+      ['viewed_product', 'jane.doe@example.com'],
     ]);
     const viewed = sent.filter((e) => e.event_name === 'viewed_product').map((e) => e.event_attribute);
     expect(viewed.map((a) => a.product_title).sort()).toEqual(['Aurora Mug', 'Canvas Tote']);
     expect(viewed.find((a) => a.product_id === MUG.id)).toMatchObject({
-      shop_domain: expect.any(String), source_id: expect.stringMatching(/^pixel:viewed:/), ...shopifyProduct(s, MUG, domain), sku: 'MUG-AUR',
+      shop_domain: expect.any(String),
+      source_id: expect.stringMatching(/^pixel:viewed:/),
+      ...shopifyProduct(s, MUG, domain),
+      sku: 'MUG-AUR',
     });
     const added = sent.find((e) => e.event_name === 'added_to_cart')!.event_attribute;
     expect(added).toMatchObject({ product_id: '8102', quantity: 1, line_total: 24, cart_total: 24 });
@@ -65,13 +71,19 @@ describe(`storefront events (${testProvider})`, () => {
     expect(await tablesContaining(s.app.db, 'leak@example.com')).toEqual([]);
     // the waiting events went; the client id is tied to the email
     expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(0);
-    expect(await s.app.db.pixelVisitor.findMany({ where: { shopId } })).toEqual([expect.objectContaining({ clientId: client, email: 'jane.doe@example.com' })]);
+    expect(await s.app.db.pixelVisitor.findMany({ where: { shopId } })).toEqual([
+      expect.objectContaining({ clientId: client, email: 'jane.doe@example.com' }),
+    ]);
     // the contact step cancelled nothing that was ever stored: no abandonment rows at all
     expect(await s.app.db.outboxMessage.count({ where: { shopId, eventName: { in: ['browse_abandoned', 'cart_abandoned'] } } })).toBe(0);
 
     // later batches of the client id, without an email, count for it
     await sendBatch(s, batch(key, client, [ev.view(BEANIE)]));
-    const later = await s.until(() => events(workspaceId, 'viewed_product').find((e) => e.event_attribute.product_id === BEANIE.id), 5000, 'a later view');
+    const later = await s.until(
+      () => events(workspaceId, 'viewed_product').find((e) => e.event_attribute.product_id === BEANIE.id),
+      5000,
+      'a later view',
+    );
     expect(later.email).toBe('jane.doe@example.com');
   });
 
@@ -81,12 +93,29 @@ describe(`storefront events (${testProvider})`, () => {
     const at = (minutes: number) => new Date(now.getTime() + minutes * MIN);
     // 45 events and 25 visitors expired a minute apart (some at the same instant), 5 of each still waiting
     await s.app.db.pixelEvent.createMany({
-      data: Array.from({ length: 50 }, (_, i) => ({ shopId, clientId: `sweep-${i}`, name: 'product_viewed', eventId: `e-${i}`, occurredAt: at(-300), data: '{}', expiresAt: at(i < 45 ? -100 + Math.floor(i / 3) : 10 + i) })),
+      data: Array.from({ length: 50 }, (_, i) => ({
+        shopId,
+        clientId: `sweep-${i}`,
+        name: 'product_viewed',
+        eventId: `e-${i}`,
+        occurredAt: at(-300),
+        data: '{}',
+        expiresAt: at(i < 45 ? -100 + Math.floor(i / 3) : 10 + i),
+      })),
     });
     await s.app.db.pixelVisitor.createMany({
-      data: Array.from({ length: 30 }, (_, i) => ({ shopId, clientId: `sweep-${i}`, email: `v${i}@example.com`, identifiedAt: at(-300), expiresAt: at(i < 25 ? -100 + i : 10 + i) })),
+      data: Array.from({ length: 30 }, (_, i) => ({
+        shopId,
+        clientId: `sweep-${i}`,
+        email: `v${i}@example.com`,
+        identifiedAt: at(-300),
+        expiresAt: at(i < 25 ? -100 + i : 10 + i),
+      })),
     });
-    const expired = { events: await s.app.db.pixelEvent.count({ where: { expiresAt: { lte: now } } }), visitors: await s.app.db.pixelVisitor.count({ where: { expiresAt: { lte: now } } }) };
+    const expired = {
+      events: await s.app.db.pixelEvent.count({ where: { expiresAt: { lte: now } } }),
+      visitors: await s.app.db.pixelVisitor.count({ where: { expiresAt: { lte: now } } }),
+    };
     expect(expired.events).toBeGreaterThanOrEqual(45);
     expect(expired.visitors).toBeGreaterThanOrEqual(25);
 
@@ -156,7 +185,9 @@ describe(`storefront events (${testProvider})`, () => {
     expect(await s.app.db.outboxMessage.count({ where: { shopId } })).toBe(0);
     expect(await s.app.db.pixelVisitor.count({ where: { shopId } })).toBe(0);
     expect(events(workspaceId)).toEqual([]);
-    const receipts = await s.app.db.webhookReceipt.findMany({ where: { shopDomain: (await s.app.db.shop.findUniqueOrThrow({ where: { id: shopId } })).domain, kind: 'pixel' } });
+    const receipts = await s.app.db.webhookReceipt.findMany({
+      where: { shopDomain: (await s.app.db.shop.findUniqueOrThrow({ where: { id: shopId } })).domain, kind: 'pixel' },
+    });
     expect(receipts.filter((r) => r.reason === 'the visitor does not allow marketing: nothing kept')).toHaveLength(2);
     expect(receipts.every((r) => r.body === null)).toBe(true);
   });
@@ -178,7 +209,10 @@ describe(`storefront events (${testProvider})`, () => {
     clock.advance(6 * MIN);
     const [sent] = await s.until(() => events(workspaceId, 'browse_abandoned'), 5000, 'browse_abandoned');
     expect(sent!.email).toBe(email);
-    expect(sent!.event_attribute).toMatchObject({ product_count: 2, products: [expect.objectContaining({ product_id: MUG.id }), expect.objectContaining({ product_id: TOTE.id })] });
+    expect(sent!.event_attribute).toMatchObject({
+      product_count: 2,
+      products: [expect.objectContaining({ product_id: MUG.id }), expect.objectContaining({ product_id: TOTE.id })],
+    });
     // a new browse after it was sent is a new session
     await sendBatch(s, batch(key, client, [ev.view(BEANIE, clock.now())], { email }));
     expect((await messages(shopId, 'browse_abandoned')).map((m) => m.status)).toEqual(['delivered', 'queued']);
@@ -191,10 +225,16 @@ describe(`storefront events (${testProvider})`, () => {
     await sendBatch(s, batch(key, client, [ev.view(MUG)], { email }));
     expect((await messages(shopId, 'browse_abandoned')).map((m) => m.status)).toEqual(['queued']);
     await sendBatch(s, batch(key, client, [ev.add(MUG, 2)], { email }));
-    expect((await messages(shopId, 'browse_abandoned')).map((m) => [m.status, m.lastError])).toEqual([['cancelled', 'the shopper added to the cart']]);
+    expect((await messages(shopId, 'browse_abandoned')).map((m) => [m.status, m.lastError])).toEqual([
+      ['cancelled', 'the shopper added to the cart'],
+    ]);
     const [cart] = await messages(shopId, 'cart_abandoned');
     expect(cart).toMatchObject({ status: 'queued', email });
-    expect(attrs(cart!)).toMatchObject({ item_count: 2, total_price: 36, line_items: [expect.objectContaining({ product_id: MUG.id, quantity: 2 })] });
+    expect(attrs(cart!)).toMatchObject({
+      item_count: 2,
+      total_price: 36,
+      line_items: [expect.objectContaining({ product_id: MUG.id, quantity: 2 })],
+    });
     // a second add joins the same cart; the added_to_cart event carries the cart's total so far
     await sendBatch(s, batch(key, client, [ev.add(TOTE)], { email }));
     expect((await messages(shopId, 'cart_abandoned')).map((m) => [m.status, attrs(m).total_price])).toEqual([['queued', 60]]);
@@ -204,11 +244,17 @@ describe(`storefront events (${testProvider})`, () => {
     expect((await messages(shopId, 'browse_abandoned')).map((m) => m.status)).toEqual(['cancelled']);
 
     await sendBatch(s, batch(key, client, [ev.page(), ev.checkout()], { email }));
-    expect((await messages(shopId, 'cart_abandoned')).map((m) => [m.status, m.lastError])).toEqual([['cancelled', 'the shopper started a checkout']]);
+    expect((await messages(shopId, 'cart_abandoned')).map((m) => [m.status, m.lastError])).toEqual([
+      ['cancelled', 'the shopper started a checkout'],
+    ]);
     clock.advance(2 * HOUR);
     await s.until(() => events(workspaceId, 'viewed_product').length === 2, 5000, 'the views');
     await new Promise((r) => setTimeout(r, 500));
-    expect(events(workspaceId).map((e) => e.event_name).filter((n) => n.endsWith('_abandoned'))).toEqual([]);
+    expect(
+      events(workspaceId)
+        .map((e) => e.event_name)
+        .filter((n) => n.endsWith('_abandoned')),
+    ).toEqual([]);
   });
 
   it('cancels a pending cart abandonment when an order with the shopper’s email arrives', async () => {
@@ -218,7 +264,9 @@ describe(`storefront events (${testProvider})`, () => {
     await sendBatch(s, batch(key, randomUUID(), [ev.add(MUG)], { email }));
     expect((await messages(shopId, 'cart_abandoned')).map((m) => m.status)).toEqual(['queued']);
     await s.webhook('orders/create', { ...order, checkout_token: null }, { domain, webhookId: `order-${randomUUID()}` });
-    expect((await messages(shopId, 'cart_abandoned')).map((m) => [m.status, m.lastError])).toEqual([['cancelled', 'the customer placed an order']]);
+    expect((await messages(shopId, 'cart_abandoned')).map((m) => [m.status, m.lastError])).toEqual([
+      ['cancelled', 'the customer placed an order'],
+    ]);
   });
 
   it('an order in the same stage-2 batch as the add to cart cancels the cart abandonment that add starts', async () => {
@@ -228,13 +276,20 @@ describe(`storefront events (${testProvider})`, () => {
     await s.app.processor.stop();
     try {
       expect((await postPixel(s, batch(key, randomUUID(), [ev.add(MUG)], { email }))).status).toBe(204);
-      await s.shop.sendWebhook(s.app.url, { topic: 'orders/create', shopDomain: domain, payload: { ...order, checkout_token: null }, webhookId: `order-${randomUUID()}` });
+      await s.shop.sendWebhook(s.app.url, {
+        topic: 'orders/create',
+        shopDomain: domain,
+        payload: { ...order, checkout_token: null },
+        webhookId: `order-${randomUUID()}`,
+      });
       expect((await s.app.receipts.lag(new Date())).pending).toBe(2);
     } finally {
       s.app.processor.start();
     }
     await s.settle();
-    expect((await messages(shopId, 'cart_abandoned')).map((m) => [m.status, m.lastError])).toEqual([['cancelled', 'the customer placed an order']]);
+    expect((await messages(shopId, 'cart_abandoned')).map((m) => [m.status, m.lastError])).toEqual([
+      ['cancelled', 'the customer placed an order'],
+    ]);
     expect((await messages(shopId, 'added_to_cart')).map((m) => m.status)).not.toContain('cancelled');
   });
 
@@ -248,21 +303,41 @@ describe(`storefront events (${testProvider})`, () => {
     await sendBatch(s, batch(key, other, [ev.view(TOTE)], { email }));
     await sendBatch(s, batch(key, randomUUID(), [ev.view(BEANIE)]));
     // a waiting event of a stitched client id (it went anonymous after its identity expired)
-    await s.app.db.pixelEvent.create({ data: { shopId, clientId: client, name: 'product_viewed', eventId: 'e-1', occurredAt: clock.now(), data: '{"product_id":"1"}', expiresAt: new Date(clock.now().getTime() + HOUR) } });
+    await s.app.db.pixelEvent.create({
+      data: {
+        shopId,
+        clientId: client,
+        name: 'product_viewed',
+        eventId: 'e-1',
+        occurredAt: clock.now(),
+        data: '{"product_id":"1"}',
+        expiresAt: new Date(clock.now().getTime() + HOUR),
+      },
+    });
 
-    await s.webhook('customers/data_request', { shop_domain: domain, customer: { id: 424242, email }, orders_requested: [], data_request: { id: 777 } }, { domain });
+    await s.webhook(
+      'customers/data_request',
+      { shop_domain: domain, customer: { id: 424242, email }, orders_requested: [], data_request: { id: 777 } },
+      { domain },
+    );
     const exported = await s.app.db.dataExport.findFirstOrThrow({ where: { shopId } });
     const content = JSON.parse(exported.content);
     expect(content.storefront.visitors.map((v: { client_id: string }) => v.client_id).sort()).toEqual([client, other].sort());
     expect(content.storefront.waiting_events).toEqual([expect.objectContaining({ client_id: client, name: 'product_viewed' })]);
-    expect(content.events.map((e: { event_name: string }) => e.event_name)).toEqual(expect.arrayContaining(['viewed_product', 'added_to_cart', 'cart_abandoned']));
+    expect(content.events.map((e: { event_name: string }) => e.event_name)).toEqual(
+      expect.arrayContaining(['viewed_product', 'added_to_cart', 'cart_abandoned']),
+    );
 
     await s.webhook('customers/redact', { shop_domain: domain, customer: { id: 424242, email }, orders_to_redact: [] }, { domain });
     expect(await s.app.db.pixelVisitor.count({ where: { shopId } })).toBe(0);
-    expect(await s.app.db.pixelEvent.findMany({ where: { shopId } })).toEqual([expect.objectContaining({ data: expect.stringContaining(BEANIE.id) })]);
+    expect(await s.app.db.pixelEvent.findMany({ where: { shopId } })).toEqual([
+      expect.objectContaining({ data: expect.stringContaining(BEANIE.id) }),
+    ]);
     // what still names the email is the contact delete at the service (it keeps it until sent)
     expect(await s.app.db.outboxMessage.findMany({ where: { shopId, body: { contains: email } } })).toEqual([]);
-    expect((await s.app.db.outboxMessage.findMany({ where: { shopId, email } })).map((m) => m.kind)).toEqual(expect.arrayContaining(['contact_delete']));
+    expect((await s.app.db.outboxMessage.findMany({ where: { shopId, email } })).map((m) => m.kind)).toEqual(
+      expect.arrayContaining(['contact_delete']),
+    );
     expect((await s.app.db.outboxMessage.findMany({ where: { shopId, email } })).every((m) => m.kind === 'contact_delete')).toBe(true);
     expect((await tablesContaining(s.app.db, email)).filter((t) => t !== 'OutboxMessage')).toEqual([]);
     expect(await tablesContaining(s.app.db, client)).toEqual([]);
@@ -273,9 +348,13 @@ describe(`storefront events (${testProvider})`, () => {
     const { domain, key, shopId } = await shop();
     await sendBatch(s, batch(key, randomUUID(), [ev.view(MUG)], { email: knownCustomer(s, 'shopper@example.com', domain) }));
     await sendBatch(s, batch(key, randomUUID(), [ev.view(TOTE)]));
-    expect([await s.app.db.pixelVisitor.count({ where: { shopId } }), await s.app.db.pixelEvent.count({ where: { shopId } })]).toEqual([1, 1]);
+    expect([await s.app.db.pixelVisitor.count({ where: { shopId } }), await s.app.db.pixelEvent.count({ where: { shopId } })]).toEqual([
+      1, 1,
+    ]);
     await s.webhook('shop/redact', { shop_id: 1, shop_domain: domain }, { domain });
-    expect([await s.app.db.pixelVisitor.count({ where: { shopId } }), await s.app.db.pixelEvent.count({ where: { shopId } })]).toEqual([0, 0]);
+    expect([await s.app.db.pixelVisitor.count({ where: { shopId } }), await s.app.db.pixelEvent.count({ where: { shopId } })]).toEqual([
+      0, 0,
+    ]);
     expect(await tablesContaining(s.app.db, 'shopper@example.com')).toEqual([]);
   });
 });

@@ -25,8 +25,13 @@ import { queueOrders } from '../faults/support';
 function ownWorker(s: Stack, serviceUrl: string, deps: Partial<WorkerDeps> & Pick<WorkerDeps, 'client'>): DeliveryWorker {
   const config = testConfig(s.database.url, { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: serviceUrl });
   return new DeliveryWorker({
-    db: s.app.db, repo: new OutboxRepository(s.app.db, testProvider), queue: new ShopQueue(s.app.db, testProvider), pacer: new Pacer(s.app.db, testProvider),
-    secrets: createSecretBox(config.encryption.key, []), metrics: new Metrics(), logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+    db: s.app.db,
+    repo: new OutboxRepository(s.app.db, testProvider),
+    queue: new ShopQueue(s.app.db, testProvider),
+    pacer: new Pacer(s.app.db, testProvider),
+    secrets: createSecretBox(config.encryption.key, []),
+    metrics: new Metrics(),
+    logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
     ...deps,
   });
 }
@@ -60,14 +65,36 @@ describe(`the worker finds only due work (${testProvider})`, () => {
     const ids = Array.from({ length: 1100 }, (_, i) => `a${String(i).padStart(5, '0')}`);
     expect(ids.every((id) => id < last.id)).toBe(true);
     await s.app.db.shop.createMany({ data: ids.map((id) => ({ id, domain: `idle-${id}.myshopify.com` })) });
-    await s.app.db.connection.createMany({ data: ids.map((shopId) => ({ shopId, status: 'connected', workspaceId: `idle-ws-${shopId}`, workspaceName: 'idle', apiKeyEnc: 'never-used', keyHint: '…idle' })) });
+    await s.app.db.connection.createMany({
+      data: ids.map((shopId) => ({
+        shopId,
+        status: 'connected',
+        workspaceId: `idle-ws-${shopId}`,
+        workspaceName: 'idle',
+        apiKeyEnc: 'never-used',
+        keyHint: '…idle',
+      })),
+    });
     const inAnHour = new Date(Date.now() + 3_600_000);
     for (let i = 0; i < ids.length; i += 500) {
       await s.app.db.outboxMessage.createMany({
-        data: ids.slice(i, i + 500).map((shopId) => ({ shopId, sourceId: `future-${shopId}`, topic: 'checkouts/create', eventName: 'checkout_abandoned', body: '{}', runAt: inAnHour, dueAt: inAnHour, email: 'idle@example.com' })),
+        data: ids.slice(i, i + 500).map((shopId) => ({
+          shopId,
+          sourceId: `future-${shopId}`,
+          topic: 'checkouts/create',
+          eventName: 'checkout_abandoned',
+          body: '{}',
+          runAt: inAnHour,
+          dueAt: inAnHour,
+          email: 'idle@example.com',
+        })),
       });
     }
-    await lowerDue(s.app.db, testProvider, ids.map((shopId) => ({ shopId, runAt: inAnHour })));
+    await lowerDue(
+      s.app.db,
+      testProvider,
+      ids.map((shopId) => ({ shopId, runAt: inAnHour })),
+    );
     const started = Date.now();
     await s.webhook('orders/create', sampleOrder(1), { domain: 'zz-last.myshopify.com', webhookId: 'last-shop-order' });
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }), 5_000, 'the last shop’s order');
@@ -101,7 +128,12 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
       claims.push(Date.now());
       return claim(...args);
     };
-    const client = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 2000, logger: createLogger('silent') });
+    const client = createServiceClient({
+      baseUrl: s.emulator.url,
+      webhookUrl: s.emulator.url,
+      timeoutMs: 2000,
+      logger: createLogger('silent'),
+    });
     worker = ownWorker(s, s.emulator.url, { repo, client });
     worker.start();
     await new Promise((r) => setTimeout(r, 300));
@@ -136,7 +168,12 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
       return shops;
     };
     await queueOrders(s.app.db, shop, ['between-questions'], new Date(dueAt));
-    const client = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 2000, logger: createLogger('silent') });
+    const client = createServiceClient({
+      baseUrl: s.emulator.url,
+      webhookUrl: s.emulator.url,
+      timeoutMs: 2000,
+      logger: createLogger('silent'),
+    });
     worker = ownWorker(s, s.emulator.url, { queue, now: () => new Date(t), client });
     const started = Date.now();
     worker.start();
@@ -152,9 +189,20 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     const shops = await Promise.all(domains.map((domain) => s.app.db.shop.findUniqueOrThrow({ where: { domain } })));
     const ids = shops.map((x) => x.id);
     // an error newer than the deliveries to come (it must stay), and an older one (cleared)
-    await s.app.db.connection.update({ where: { shopId: ids[0]! }, data: { lastError: 'newer', lastErrorAt: new Date(Date.now() + 60_000) } });
-    await s.app.db.connection.update({ where: { shopId: ids[1]! }, data: { lastError: 'older', lastErrorAt: new Date(Date.now() - 60_000) } });
-    const real = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 5000, logger: createLogger('silent') });
+    await s.app.db.connection.update({
+      where: { shopId: ids[0]! },
+      data: { lastError: 'newer', lastErrorAt: new Date(Date.now() + 60_000) },
+    });
+    await s.app.db.connection.update({
+      where: { shopId: ids[1]! },
+      data: { lastError: 'older', lastErrorAt: new Date(Date.now() - 60_000) },
+    });
+    const real = createServiceClient({
+      baseUrl: s.emulator.url,
+      webhookUrl: s.emulator.url,
+      timeoutMs: 5000,
+      logger: createLogger('silent'),
+    });
     // the five sends leave together (or after 3 s, so a send that never comes cannot hold the
     // others forever), so their successes are noted within the same moment
     const gate: Array<() => void> = [];
@@ -188,19 +236,29 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     await real.close();
   }, 30_000);
 
-  it(`reads each lane's shop ${testProvider === 'postgres' ? 'in the lease\'s own statement, with no read per lane' : 'once per lane'}, and holds a disconnected shop's messages`, async () => {
+  it(`reads each lane's shop ${testProvider === 'postgres' ? "in the lease's own statement, with no read per lane" : 'once per lane'}, and holds a disconnected shop's messages`, async () => {
     const domains = ['ctx-0.myshopify.com', 'ctx-1.myshopify.com', 'ctx-2.myshopify.com'];
     const workspaces = [];
     for (const d of domains) workspaces.push(await s.connectShop(d));
     const shops = await Promise.all(domains.map((domain) => s.app.db.shop.findUniqueOrThrow({ where: { domain } })));
     // the third shop's key was removed: its message must wait, held, not be sent
     await s.app.db.connection.delete({ where: { shopId: shops[2]!.id } });
-    const client = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 2000, logger: createLogger('silent') });
+    const client = createServiceClient({
+      baseUrl: s.emulator.url,
+      webhookUrl: s.emulator.url,
+      timeoutMs: 2000,
+      logger: createLogger('silent'),
+    });
     worker = ownWorker(s, s.emulator.url, { client });
-    const reads = runsOf(worker, 'contextStatement', shops.map((x) => x.id));
+    const reads = runsOf(
+      worker,
+      'contextStatement',
+      shops.map((x) => x.id),
+    );
     for (const shop of shops) await queueOrders(s.app.db, shop, [`context-${shop.domain}`]);
     worker.start();
-    for (const ws of workspaces.slice(0, 2)) await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }), 15_000, 'the connected shops’ orders');
+    for (const ws of workspaces.slice(0, 2))
+      await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }), 15_000, 'the connected shops’ orders');
     const held = () => s.app.db.outboxMessage.findFirst({ where: { shopId: shops[2]!.id, status: 'held', heldReason: 'disconnected' } });
     await s.until(held, 15_000, 'the disconnected shop’s order, held');
     expect(s.emulator.events({ workspaceId: workspaces[2]!.workspaceId })).toEqual([]);
@@ -211,7 +269,12 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
   it('lets its shop be served again at once when work arrives while it gives the lease back, not when the lease expires', async () => {
     const ws = await s.connectShop('ending.myshopify.com');
     const shop = await s.app.db.shop.findUniqueOrThrow({ where: { domain: 'ending.myshopify.com' } });
-    const client = createServiceClient({ baseUrl: s.emulator.url, webhookUrl: s.emulator.url, timeoutMs: 2000, logger: createLogger('silent') });
+    const client = createServiceClient({
+      baseUrl: s.emulator.url,
+      webhookUrl: s.emulator.url,
+      timeoutMs: 2000,
+      logger: createLogger('silent'),
+    });
     const queue = new ShopQueue(s.app.db, testProvider);
     // The moment after a lane's lease is released and before the lane is off the worker's list:
     // an order arrives for the shop and the worker looks for due work right then (as a wake-up
@@ -235,8 +298,15 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     worker.start();
     await queueOrders(s.app.db, shop, ['first']);
     worker.nudge();
-    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).find((e) => e.event_attribute.source_id === 'second'), 15_000, 'the second order');
-    const second = s.emulator.requests().filter((r) => r.workspaceId === ws.workspaceId && r.path.includes('/webhook/send')).pop()!;
+    await s.until(
+      () => s.emulator.events({ workspaceId: ws.workspaceId }).find((e) => e.event_attribute.source_id === 'second'),
+      15_000,
+      'the second order',
+    );
+    const second = s.emulator
+      .requests()
+      .filter((r) => r.workspaceId === ws.workspaceId && r.path.includes('/webhook/send'))
+      .pop()!;
     // served by a new lane right away, not after the 10 s lease the pass took ran out
     expect(second.at - queuedSecondAt).toBeLessThan(2_000);
     await client.close();
@@ -259,7 +329,11 @@ describe(`pacing holds when the event loop is blocked (${testProvider})`, () => 
     const ws = await emulator.createWorkspace({ name: 'blocked loop', rateLimit: 10 });
     expect((await s.api('PUT', '/api/connection', { api_key: ws.apiKey })).status).toBe(200);
     const shop = await s.app.db.shop.findUniqueOrThrow({ where: { domain: DEFAULT_SHOP } });
-    await queueOrders(s.app.db, shop, Array.from({ length: 40 }, (_, i) => `blocked-${i}`));
+    await queueOrders(
+      s.app.db,
+      shop,
+      Array.from({ length: 40 }, (_, i) => `blocked-${i}`),
+    );
     s.app.notifyQueued(shop.id);
     const started = Date.now();
     while (Date.now() - started < 4_000) {
@@ -311,7 +385,11 @@ describe(`a request that leaves late does not crowd the next ones (${testProvide
     };
     const events: string[] = [];
     worker = ownWorker(s, emulator.url, { pacer: new Pacer(s.app.db, testProvider, { onEvent: (e) => events.push(e) }), client });
-    await queueOrders(s.app.db, shop, Array.from({ length: 40 }, (_, i) => `late-write-${i}`));
+    await queueOrders(
+      s.app.db,
+      shop,
+      Array.from({ length: 40 }, (_, i) => `late-write-${i}`),
+    );
     worker.start();
     const deadline = Date.now() + 20_000;
     while ((await emulator.events(ws.id)).length < 40 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
@@ -340,7 +418,13 @@ pgOnly('wake-ups across processes (PostgreSQL: LISTEN/NOTIFY)', () => {
 
   it('an order taken by a web-only process is delivered by a worker-only process in under 500 ms', async () => {
     const ws = await s.connectShop('split.myshopify.com');
-    const env = { DATABASE_URL: s.database.url, SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: s.emulator.url, SHOPIFY_ADMIN_ORIGIN: s.shop.url };
+    const env = {
+      DATABASE_URL: s.database.url,
+      SHOPIFY_API_KEY: API_KEY,
+      SHOPIFY_API_SECRET: API_SECRET,
+      SERVICE_BASE_URL: s.emulator.url,
+      SHOPIFY_ADMIN_ORIGIN: s.shop.url,
+    };
     const [web, workerProcess] = await Promise.all([spawnApp({ ...env, ROLE: 'web' }), spawnApp({ ...env, ROLE: 'worker' })]);
     children.push(web, workerProcess);
     // let the worker's listener connect and its first pass run
@@ -348,10 +432,24 @@ pgOnly('wake-ups across processes (PostgreSQL: LISTEN/NOTIFY)', () => {
     const latencies: number[] = [];
     for (let i = 0; i < 5; i++) {
       const sent = Date.now();
-      const res = await s.shop.sendWebhook(web.url, { topic: 'orders/create', shopDomain: 'split.myshopify.com', payload: sampleOrder(800 + i), webhookId: `split-${i}` });
+      const res = await s.shop.sendWebhook(web.url, {
+        topic: 'orders/create',
+        shopDomain: 'split.myshopify.com',
+        payload: sampleOrder(800 + i),
+        webhookId: `split-${i}`,
+      });
       expect(res.status).toBe(200);
-      await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).find((e) => e.event_attribute.source_id === `split-${i}`), 5_000, `split-${i}`);
-      latencies.push(s.emulator.requests().filter((r) => r.workspaceId === ws.workspaceId).pop()!.at - sent);
+      await s.until(
+        () => s.emulator.events({ workspaceId: ws.workspaceId }).find((e) => e.event_attribute.source_id === `split-${i}`),
+        5_000,
+        `split-${i}`,
+      );
+      latencies.push(
+        s.emulator
+          .requests()
+          .filter((r) => r.workspaceId === ws.workspaceId)
+          .pop()!.at - sent,
+      );
     }
     console.log(`web → worker latency (ms): ${latencies.join(', ')}`);
     expect(Math.max(...latencies)).toBeLessThan(500);

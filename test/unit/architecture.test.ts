@@ -120,14 +120,20 @@ describe('architecture', () => {
 
   it('no module of src is part of an import cycle', () => {
     const files = allTsFiles();
-    expect(files).toEqual(expect.arrayContaining(['app/server.ts', 'backfill/job.ts', 'outbox/worker.ts', 'processing/storefront/stage.ts']));
+    expect(files).toEqual(
+      expect.arrayContaining(['app/server.ts', 'backfill/job.ts', 'outbox/worker.ts', 'processing/storefront/stage.ts']),
+    );
     expect(cycles(files)).toEqual([]);
   });
 
   it('the mappers are pure: they import only each other and the settings', () => {
     const offenders = allTsFiles()
       .filter((f) => f.startsWith('mapping/'))
-      .flatMap((f) => importsOf(f).filter((i) => !i.startsWith('mapping/') && i !== 'settings/settings.ts').map((i) => `${f} imports ${i}`));
+      .flatMap((f) =>
+        importsOf(f)
+          .filter((i) => !i.startsWith('mapping/') && i !== 'settings/settings.ts')
+          .map((i) => `${f} imports ${i}`),
+      );
     expect(offenders).toEqual([]);
   });
 
@@ -135,7 +141,12 @@ describe('architecture', () => {
     const branch = /\b(provider|dialect\.name)\s*[!=]==|[!=]==\s*'(postgres|sqlite)'/;
     const offenders = allTsFiles()
       .filter((f) => !f.startsWith('db/'))
-      .flatMap((f) => fs.readFileSync(path.join(SRC, f), 'utf8').split('\n').map((line, i) => ({ f, line, i })))
+      .flatMap((f) =>
+        fs
+          .readFileSync(path.join(SRC, f), 'utf8')
+          .split('\n')
+          .map((line, i) => ({ f, line, i })),
+      )
       .filter(({ line }) => branch.test(line))
       .map(({ f, i }) => `${f}:${i + 1}`);
     expect(offenders).toEqual([]);

@@ -33,7 +33,12 @@ describe('loadConfig', () => {
   });
 
   it('reads a complete production environment', () => {
-    const c = loadConfig({ ...prodEnv, DATABASE_URL: 'postgresql://u@db:5432/x', SERVICE_WEBHOOK_URL: 'https://hooks.example.com/', PORT: '8080' });
+    const c = loadConfig({
+      ...prodEnv,
+      DATABASE_URL: 'postgresql://u@db:5432/x',
+      SERVICE_WEBHOOK_URL: 'https://hooks.example.com/',
+      PORT: '8080',
+    });
     expect(c.production).toBe(true);
     expect(c.dbProvider).toBe('postgres');
     expect(c.service.webhookUrl).toBe('https://hooks.example.com');
@@ -65,10 +70,14 @@ describe('loadConfig', () => {
   });
 
   it('refuses SHOPIFY_ADMIN_ORIGIN in production and allows it in development', () => {
-    expect(() => loadConfig({ ...prodEnv, SHOPIFY_ADMIN_ORIGIN: 'http://127.0.0.1:9999' })).toThrow(/SHOPIFY_ADMIN_ORIGIN is for development and tests only/);
+    expect(() => loadConfig({ ...prodEnv, SHOPIFY_ADMIN_ORIGIN: 'http://127.0.0.1:9999' })).toThrow(
+      /SHOPIFY_ADMIN_ORIGIN is for development and tests only/,
+    );
     expect(loadConfig({ ...sandbox, SHOPIFY_ADMIN_ORIGIN: 'http://127.0.0.1:9999/' }).shopify.adminOrigin).toBe('http://127.0.0.1:9999');
     // staging and tests point it at a fake Shopify with every variable given, and no sandbox
-    expect(loadConfig({ ...fullEnv, NODE_ENV: 'staging', SHOPIFY_ADMIN_ORIGIN: 'http://127.0.0.1:9999' }).shopify.adminOrigin).toBe('http://127.0.0.1:9999');
+    expect(loadConfig({ ...fullEnv, NODE_ENV: 'staging', SHOPIFY_ADMIN_ORIGIN: 'http://127.0.0.1:9999' }).shopify.adminOrigin).toBe(
+      'http://127.0.0.1:9999',
+    );
   });
 
   it('requires an https app URL in production', () => {
@@ -85,11 +94,27 @@ describe('loadConfig', () => {
   });
 
   it('reads the delivery, checkout and retention settings, with their defaults', () => {
-    expect(loadConfig(sandbox)).toMatchObject({ databasePoolSize: 10, worker: { lanes: 32, maxSendsPerMessage: 8 }, checkouts: { graceMinutes: 10, maxAgeDays: 7 }, receiptRetentionDays: 7 });
+    expect(loadConfig(sandbox)).toMatchObject({
+      databasePoolSize: 10,
+      worker: { lanes: 32, maxSendsPerMessage: 8 },
+      checkouts: { graceMinutes: 10, maxAgeDays: 7 },
+      receiptRetentionDays: 7,
+    });
     expect(loadConfig({ ...sandbox, DATABASE_POOL_SIZE: '24' }).databasePoolSize).toBe(24);
     expect(() => loadConfig({ ...sandbox, DATABASE_POOL_SIZE: '0' })).toThrow(/^DATABASE_POOL_SIZE is invalid/);
-    const c = loadConfig({ ...sandbox, WORKER_LANES: '200', MAX_SENDS_PER_MESSAGE: '3', CHECKOUT_GRACE_MINUTES: '0', CHECKOUT_MAX_AGE_DAYS: '30', RECEIPT_RETENTION_DAYS: '14' });
-    expect(c).toMatchObject({ worker: { lanes: 200, maxSendsPerMessage: 3 }, checkouts: { graceMinutes: 0, maxAgeDays: 30 }, receiptRetentionDays: 14 });
+    const c = loadConfig({
+      ...sandbox,
+      WORKER_LANES: '200',
+      MAX_SENDS_PER_MESSAGE: '3',
+      CHECKOUT_GRACE_MINUTES: '0',
+      CHECKOUT_MAX_AGE_DAYS: '30',
+      RECEIPT_RETENTION_DAYS: '14',
+    });
+    expect(c).toMatchObject({
+      worker: { lanes: 200, maxSendsPerMessage: 3 },
+      checkouts: { graceMinutes: 0, maxAgeDays: 30 },
+      receiptRetentionDays: 14,
+    });
     expect(() => loadConfig({ ...sandbox, WORKER_LANES: '0' })).toThrow(/^WORKER_LANES is invalid/);
   });
 
@@ -98,9 +123,16 @@ describe('loadConfig', () => {
       floors: { critical: 0, triggers: 0.15, behaviour: 0.1, history: 0.05 },
       maxAgeMs: { critical: null, triggers: 86_400_000, behaviour: 86_400_000, history: null },
     });
-    const c = loadConfig({ ...sandbox, DELIVERY_FLOOR_BEHAVIOUR: '20', DELIVERY_MAX_AGE_HOURS_BEHAVIOUR: '2', DELIVERY_MAX_AGE_HOURS_TRIGGERS: '0' });
+    const c = loadConfig({
+      ...sandbox,
+      DELIVERY_FLOOR_BEHAVIOUR: '20',
+      DELIVERY_MAX_AGE_HOURS_BEHAVIOUR: '2',
+      DELIVERY_MAX_AGE_HOURS_TRIGGERS: '0',
+    });
     expect(c.classes).toMatchObject({ floors: { behaviour: 0.2 }, maxAgeMs: { behaviour: 7_200_000, triggers: null } });
-    expect(() => loadConfig({ ...sandbox, DELIVERY_FLOOR_TRIGGERS: '30', DELIVERY_FLOOR_BEHAVIOUR: '30', DELIVERY_FLOOR_HISTORY: '10' })).toThrow(/^DELIVERY_FLOOR_TRIGGERS is invalid: the three floors together/);
+    expect(() =>
+      loadConfig({ ...sandbox, DELIVERY_FLOOR_TRIGGERS: '30', DELIVERY_FLOOR_BEHAVIOUR: '30', DELIVERY_FLOOR_HISTORY: '10' }),
+    ).toThrow(/^DELIVERY_FLOOR_TRIGGERS is invalid: the three floors together/);
     expect(() => loadConfig({ ...sandbox, DELIVERY_FLOOR_HISTORY: '-1' })).toThrow(/^DELIVERY_FLOOR_HISTORY is invalid/);
   });
 });
@@ -137,7 +169,9 @@ describe('the sandbox, only on request', () => {
   });
 
   it('refuses SANDBOX=1 with NODE_ENV=production, even with every variable given', () => {
-    expect(() => loadConfig({ ...prodEnv, SANDBOX: '1' })).toThrow(/^SANDBOX is for development and tests only; unset it when NODE_ENV=production$/);
+    expect(() => loadConfig({ ...prodEnv, SANDBOX: '1' })).toThrow(
+      /^SANDBOX is for development and tests only; unset it when NODE_ENV=production$/,
+    );
   });
 
   it('npm run dev (loadDevConfig) asks for the sandbox, and refuses production settings with one line', () => {
@@ -149,7 +183,9 @@ describe('the sandbox, only on request', () => {
     expect(() => loadDevConfig({ NODE_ENV: 'production' })).toThrow(/^npm run dev is the sandbox and refuses NODE_ENV=production/);
     expect(() => loadDevConfig({ SHOPIFY_API_SECRET: 'a-real-secret' })).toThrow(/^SHOPIFY_API_SECRET is not the sandbox's/);
     expect(() => loadDevConfig({ ENCRYPTION_KEY: Buffer.alloc(32, 9).toString('base64') })).toThrow(/^ENCRYPTION_KEY is not the sandbox's/);
-    expect(() => loadDevConfig({ ENCRYPTION_KEYS_PREVIOUS: Buffer.alloc(32, 9).toString('base64') })).toThrow(/^ENCRYPTION_KEYS_PREVIOUS is set/);
+    expect(() => loadDevConfig({ ENCRYPTION_KEYS_PREVIOUS: Buffer.alloc(32, 9).toString('base64') })).toThrow(
+      /^ENCRYPTION_KEYS_PREVIOUS is set/,
+    );
     // the refusal names the variable, never its value
     try {
       loadDevConfig({ SHOPIFY_API_SECRET: 'a-real-secret' });
@@ -160,7 +196,10 @@ describe('the sandbox, only on request', () => {
 
   it('db:migrate (loadDatabaseConfig) needs DATABASE_URL alone, and no secret', () => {
     expect(loadDatabaseConfig({})).toEqual({ databaseUrl: 'file:./data/connector.db', dbProvider: 'sqlite' });
-    expect(loadDatabaseConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgresql://u@db/x' })).toEqual({ databaseUrl: 'postgresql://u@db/x', dbProvider: 'postgres' });
+    expect(loadDatabaseConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgresql://u@db/x' })).toEqual({
+      databaseUrl: 'postgresql://u@db/x',
+      dbProvider: 'postgres',
+    });
     expect(() => loadDatabaseConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/^DATABASE_URL is invalid/);
   });
 });
@@ -181,9 +220,16 @@ describe('operations routes and HTTP limits', () => {
 
   it('sets the HTTP timeouts, 10 s for headers, 30 s for a request and 65 s for an idle connection by default', () => {
     expect(loadConfig(fullEnv).http).toEqual({ headersMs: 10_000, requestMs: 30_000, keepAliveMs: 65_000 });
-    const c = loadConfig({ ...fullEnv, HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '60000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '75000' });
+    const c = loadConfig({
+      ...fullEnv,
+      HTTP_HEADERS_TIMEOUT_MS: '5000',
+      HTTP_REQUEST_TIMEOUT_MS: '60000',
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: '75000',
+    });
     expect(c.http).toEqual({ headersMs: 5000, requestMs: 60_000, keepAliveMs: 75_000 });
-    expect(() => loadConfig({ ...fullEnv, HTTP_HEADERS_TIMEOUT_MS: '40000' })).toThrow(/^HTTP_HEADERS_TIMEOUT_MS is invalid: it must not exceed HTTP_REQUEST_TIMEOUT_MS$/);
+    expect(() => loadConfig({ ...fullEnv, HTTP_HEADERS_TIMEOUT_MS: '40000' })).toThrow(
+      /^HTTP_HEADERS_TIMEOUT_MS is invalid: it must not exceed HTTP_REQUEST_TIMEOUT_MS$/,
+    );
     expect(() => loadConfig({ ...fullEnv, HTTP_REQUEST_TIMEOUT_MS: '10' })).toThrow(/^HTTP_REQUEST_TIMEOUT_MS is invalid/);
   });
 });

@@ -14,9 +14,15 @@ const noDevices = new Set<string>();
 describe('customerRef', () => {
   it('reads the customer of a compliance payload: email trimmed and lower-cased, ids past 2^53 exact', () => {
     expect(customerRef(parseWebhookBody(fixture('customers-redact')), 'orders_to_redact')).toEqual({
-      id: '9007199254740993', email: 'jane.okafor@example.com', orderIds: ['820982911946154508', '820982911946154509'],
+      id: '9007199254740993',
+      email: 'jane.okafor@example.com',
+      orderIds: ['820982911946154508', '820982911946154509'],
     });
-    expect(customerRef({ customer: { id: 7, email: '  Ann@Gmail.COM ' }, orders_requested: [1, 'x', null] }, 'orders_requested')).toEqual({ id: '7', email: 'ann@gmail.com', orderIds: ['1', 'x'] });
+    expect(customerRef({ customer: { id: 7, email: '  Ann@Gmail.COM ' }, orders_requested: [1, 'x', null] }, 'orders_requested')).toEqual({
+      id: '7',
+      email: 'ann@gmail.com',
+      orderIds: ['1', 'x'],
+    });
     expect(customerRef({ customer: { email: '' } }, 'orders_to_redact')).toEqual({ id: null, email: null, orderIds: [] });
   });
 });
@@ -62,8 +68,13 @@ describe('payloadConcerns', () => {
 
   it('never takes a number elsewhere for an id: quantities, order numbers, prices, phones, other objects’ ids', () => {
     const order = {
-      id: 99, order_number: 1234, name: '#2345', total_price: '1234.00', phone: '+1 555 1234',
-      line_items: [{ id: 1234, product_id: 2345, quantity: 1234 }], customer: { id: 77, default_address: { id: 2345, zip: '1234' } },
+      id: 99,
+      order_number: 1234,
+      name: '#2345',
+      total_price: '1234.00',
+      phone: '+1 555 1234',
+      line_items: [{ id: 1234, product_id: 2345, quantity: 1234 }],
+      customer: { id: 77, default_address: { id: 2345, zip: '1234' } },
     };
     expect(payloadConcerns(order, ann, 'orders/create')).toBe(false);
   });
@@ -81,11 +92,17 @@ describe('payloadConcerns', () => {
 
 describe('receiptConcerns', () => {
   const webhook = (topic: string, payload: unknown) => ({ topic, kind: 'webhook', body: JSON.stringify(payload) });
-  const pixel = (clientId: string, email: string | null) => ({ topic: 'pixel/events', kind: 'pixel', body: JSON.stringify({ v: 1, key: 'k', client_id: clientId, customer: email ? { email } : null, events: [] }) });
+  const pixel = (clientId: string, email: string | null) => ({
+    topic: 'pixel/events',
+    kind: 'pixel',
+    body: JSON.stringify({ v: 1, key: 'k', client_id: clientId, customer: email ? { email } : null, events: [] }),
+  });
 
   it('reads the raw body: an order of the customer matches, the same order shape of another customer does not', () => {
     expect(receiptConcerns(webhook('orders/paid', { id: 2345, email: 'ann@gmail.com' }), ann, noDevices)).toBe(true);
-    expect(receiptConcerns(webhook('orders/paid', { id: 23456, email: 'joann@gmail.com', customer: { id: 12345 } }), ann, noDevices)).toBe(false);
+    expect(receiptConcerns(webhook('orders/paid', { id: 23456, email: 'joann@gmail.com', customer: { id: 12345 } }), ann, noDevices)).toBe(
+      false,
+    );
   });
 
   it('matches a storefront batch by the email it gives, or by a device tied to the customer', () => {

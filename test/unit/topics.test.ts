@@ -7,7 +7,10 @@ import { handlingOf, isSerial, TOPICS, type Topic } from '../../src/processing/t
 
 function tomlTopics(): { topics: string[]; compliance: string[] } {
   const text = fs.readFileSync(path.join(__dirname, '..', '..', 'shopify.app.toml'), 'utf8');
-  const list = (key: string) => [...text.matchAll(new RegExp(`^\\s*${key}\\s*=\\s*\\[([^\\]]*)\\]`, 'gm'))].flatMap((m) => [...m[1]!.matchAll(/"([^"]+)"/g)].map((x) => x[1]!));
+  const list = (key: string) =>
+    [...text.matchAll(new RegExp(`^\\s*${key}\\s*=\\s*\\[([^\\]]*)\\]`, 'gm'))].flatMap((m) =>
+      [...m[1]!.matchAll(/"([^"]+)"/g)].map((x) => x[1]!),
+    );
   return { topics: list('topics'), compliance: list('compliance_topics') };
 }
 

@@ -45,7 +45,9 @@ export interface PixelApi {
   analytics: { subscribe(name: string, callback: (event: PixelEvent) => void): unknown };
   browser: { sendBeacon(url: string, body?: string): Promise<boolean> };
   init: { data?: { customer?: { email?: string | null } | null } | null; customerPrivacy?: CustomerPrivacy | null };
-  customerPrivacy?: { subscribe(name: 'visitorConsentCollected', callback: (payload: { customerPrivacy: CustomerPrivacy }) => void): unknown };
+  customerPrivacy?: {
+    subscribe(name: 'visitorConsentCollected', callback: (payload: { customerPrivacy: CustomerPrivacy }) => void): unknown;
+  };
 }
 
 export interface Consent {

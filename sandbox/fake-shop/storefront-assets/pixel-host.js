@@ -18,10 +18,16 @@
   function uuid() {
     if (self.crypto && crypto.randomUUID) return crypto.randomUUID();
     var b = crypto.getRandomValues(new Uint8Array(16));
-    return Array.prototype.map.call(b, function (x) { return (x + 256).toString(16).slice(1); }).join('');
+    return Array.prototype.map
+      .call(b, function (x) {
+        return (x + 256).toString(16).slice(1);
+      })
+      .join('');
   }
   function getCookie(name) {
-    var found = document.cookie.split('; ').filter(function (c) { return c.indexOf(name + '=') === 0; })[0];
+    var found = document.cookie.split('; ').filter(function (c) {
+      return c.indexOf(name + '=') === 0;
+    })[0];
     return found ? decodeURIComponent(found.slice(name.length + 1)) : null;
   }
   function setCookie(name, value, maxAgeSec) {
@@ -52,21 +58,51 @@
   }
   function customerPrivacy() {
     var granted = consentGiven();
-    return { analyticsProcessingAllowed: granted, marketingAllowed: granted, preferencesProcessingAllowed: granted, saleOfDataAllowed: false };
+    return {
+      analyticsProcessingAllowed: granted,
+      marketingAllowed: granted,
+      preferencesProcessingAllowed: granted,
+      saleOfDataAllowed: false,
+    };
   }
 
   function locationOf(l) {
-    return { hash: l.hash, host: l.host, hostname: l.hostname, href: l.href, origin: l.origin, pathname: l.pathname, port: l.port, protocol: l.protocol, search: l.search };
+    return {
+      hash: l.hash,
+      host: l.host,
+      hostname: l.hostname,
+      href: l.href,
+      origin: l.origin,
+      pathname: l.pathname,
+      port: l.port,
+      protocol: l.protocol,
+      search: l.search,
+    };
   }
   function context() {
     var location = locationOf(document.location);
     return {
       document: { characterSet: document.characterSet, location: location, referrer: document.referrer, title: document.title },
-      navigator: { cookieEnabled: navigator.cookieEnabled, language: navigator.language, languages: Array.prototype.slice.call(navigator.languages || []), userAgent: navigator.userAgent },
+      navigator: {
+        cookieEnabled: navigator.cookieEnabled,
+        language: navigator.language,
+        languages: Array.prototype.slice.call(navigator.languages || []),
+        userAgent: navigator.userAgent,
+      },
       window: {
-        innerHeight: window.innerHeight, innerWidth: window.innerWidth, location: location, origin: window.origin,
-        outerHeight: window.outerHeight, outerWidth: window.outerWidth, pageXOffset: window.pageXOffset, pageYOffset: window.pageYOffset,
-        screen: { height: screen.height, width: screen.width }, screenX: window.screenX, screenY: window.screenY, scrollX: window.scrollX, scrollY: window.scrollY,
+        innerHeight: window.innerHeight,
+        innerWidth: window.innerWidth,
+        location: location,
+        origin: window.origin,
+        outerHeight: window.outerHeight,
+        outerWidth: window.outerWidth,
+        pageXOffset: window.pageXOffset,
+        pageYOffset: window.pageYOffset,
+        screen: { height: screen.height, width: screen.width },
+        screenX: window.screenX,
+        screenY: window.screenY,
+        scrollX: window.scrollX,
+        scrollY: window.scrollY,
       },
     };
   }
@@ -74,7 +110,16 @@
   /** Publishes a standard event to the pixel (once it has loaded, in order). */
   function publish(name, data) {
     seq += 1;
-    var event = { id: 'sh-' + uuid(), name: name, seq: seq, type: 'standard', timestamp: new Date().toISOString(), clientId: clientId(), context: context(), data: data || {} };
+    var event = {
+      id: 'sh-' + uuid(),
+      name: name,
+      seq: seq,
+      type: 'standard',
+      timestamp: new Date().toISOString(),
+      clientId: clientId(),
+      context: context(),
+      data: data || {},
+    };
     log(name);
     if (!worker) return;
     if (ready) worker.postMessage({ type: 'event', event: event });
@@ -96,7 +141,9 @@
       }
       return ok;
     },
-    'cookie.get': function (name) { return name ? getCookie(name) || '' : document.cookie; },
+    'cookie.get': function (name) {
+      return name ? getCookie(name) || '' : document.cookie;
+    },
     'cookie.set': function (cookieOrName, value) {
       document.cookie = value === undefined ? cookieOrName : cookieOrName + '=' + encodeURIComponent(value) + '; path=/';
       return document.cookie;
@@ -108,9 +155,12 @@
     try {
       var dot = message.method.indexOf('.');
       var area = message.method.slice(0, dot);
-      var fn = calls[message.method] || ((area === 'localStorage' || area === 'sessionStorage') && function () {
-        return storageCall(area, message.method.slice(dot + 1), message.args);
-      });
+      var fn =
+        calls[message.method] ||
+        ((area === 'localStorage' || area === 'sessionStorage') &&
+          function () {
+            return storageCall(area, message.method.slice(dot + 1), message.args);
+          });
       if (!fn) throw new Error('no such browser API: ' + message.method);
       result = { type: 'result', id: message.id, ok: true, value: fn.apply(null, message.args) };
     } catch (err) {
@@ -129,7 +179,9 @@
       if (m.type === 'ready') {
         ready = true;
         status('pixel active: events go to ' + config.pixel.endpoint);
-        queued.splice(0).forEach(function (event) { worker.postMessage({ type: 'event', event: event }); });
+        queued.splice(0).forEach(function (event) {
+          worker.postMessage({ type: 'event', event: event });
+        });
       } else if (m.type === 'error') {
         status(m.message);
         console.error('[sandbox pixel] ' + m.message);
@@ -170,5 +222,7 @@
   if (!config.pixel.active) status(config.pixel.reason);
   else if (!consentGiven()) status('pixel not loaded: the visitor declined tracking');
   else loadPixel();
-  config.events.forEach(function (e) { publish(e.name, e.data); });
+  config.events.forEach(function (e) {
+    publish(e.name, e.data);
+  });
 })();

@@ -21,12 +21,24 @@ function call(method, args) {
 
 function storage(area) {
   return {
-    getItem: function (key) { return call(area + '.getItem', [key]); },
-    setItem: function (key, value) { return call(area + '.setItem', [key, String(value)]); },
-    removeItem: function (key) { return call(area + '.removeItem', [key]); },
-    key: function (index) { return call(area + '.key', [index]); },
-    length: function () { return call(area + '.length', []); },
-    clear: function () { return call(area + '.clear', []); },
+    getItem: function (key) {
+      return call(area + '.getItem', [key]);
+    },
+    setItem: function (key, value) {
+      return call(area + '.setItem', [key, String(value)]);
+    },
+    removeItem: function (key) {
+      return call(area + '.removeItem', [key]);
+    },
+    key: function (index) {
+      return call(area + '.key', [index]);
+    },
+    length: function () {
+      return call(area + '.length', []);
+    },
+    clear: function () {
+      return call(area + '.clear', []);
+    },
   };
 }
 
@@ -59,12 +71,18 @@ function apiFor(message) {
     analytics: { subscribe: subscribeIn(subscribers) },
     browser: {
       cookie: {
-        get: function (name) { return call('cookie.get', [name]); },
-        set: function (cookieOrName, value) { return call('cookie.set', [cookieOrName, value]); },
+        get: function (name) {
+          return call('cookie.get', [name]);
+        },
+        set: function (cookieOrName, value) {
+          return call('cookie.set', [cookieOrName, value]);
+        },
       },
       localStorage: storage('localStorage'),
       sessionStorage: storage('sessionStorage'),
-      sendBeacon: function (url, body) { return call('sendBeacon', [url, body]); },
+      sendBeacon: function (url, body) {
+        return call('sendBeacon', [url, body]);
+      },
     },
     customerPrivacy: { subscribe: subscribeIn(privacySubscribers) },
     _pixelInfo: { id: 'sandbox', type: 'APP', runtimeContext: 'STRICT' },

@@ -1,6 +1,13 @@
 // PostgreSQL's receipts statements (db/receipts.ts).
 import type { RawDb } from '../client';
-import { INSERT_HEAD, INSERT_TAIL, QUOTED_PENDING_COLUMNS, QUOTED_RECEIPT_COLUMNS, RECEIPT_COLUMNS, type PendingRow } from '../receipt-columns';
+import {
+  INSERT_HEAD,
+  INSERT_TAIL,
+  QUOTED_PENDING_COLUMNS,
+  QUOTED_RECEIPT_COLUMNS,
+  RECEIPT_COLUMNS,
+  type PendingRow,
+} from '../receipt-columns';
 import { prepare } from '../raw';
 
 type PostgresRaw = Extract<RawDb, { provider: 'postgres' }>;
@@ -11,7 +18,15 @@ type PostgresRaw = Extract<RawDb, { provider: 'postgres' }>;
 // connection), padded with rows of NULLs that the WHERE drops; each bucket is prepared once per
 // connection.
 const TYPES: Record<(typeof RECEIPT_COLUMNS)[number], string> = {
-  webhookId: 'text', shopDomain: 'text', topic: 'text', kind: 'text', body: 'text', apiVersion: 'text', triggeredAt: 'timestamp', receivedAt: 'timestamp', partition: 'int',
+  webhookId: 'text',
+  shopDomain: 'text',
+  topic: 'text',
+  kind: 'text',
+  body: 'text',
+  apiVersion: 'text',
+  triggeredAt: 'timestamp',
+  receivedAt: 'timestamp',
+  partition: 'int',
 };
 /** Rows in the statement that carries `rows` rows: the next power of two. */
 export const insertBucket = (rows: number): number => 2 ** Math.ceil(Math.log2(Math.max(1, rows)));

@@ -7,10 +7,11 @@ export const SQLITE: Dialect = {
   skipLocked: () => '',
   inList: (column, param) => `${column} IN (SELECT "value" FROM json_each(${param()}))`,
   listParam: (values) => JSON.stringify(values),
-  rowsOf: (columns, param) => `SELECT ${columns.map((c, i) => `json_extract("value", '$[${i}]') AS "${c.name}"`).join(', ')} FROM json_each(${param(1)})`,
+  rowsOf: (columns, param) =>
+    `SELECT ${columns.map((c, i) => `json_extract("value", '$[${i}]') AS "${c.name}"`).join(', ')} FROM json_each(${param(1)})`,
   rowsParams: (rows) => [JSON.stringify(rows)],
   epochHour: (column) => `${column} / 3600000`,
-  value: (v) => (v instanceof Date ? v.getTime() : v ?? null),
+  value: (v) => (v instanceof Date ? v.getTime() : (v ?? null)),
   updateInWith: false,
   sharesRoundTrips: false,
 };

@@ -19,5 +19,10 @@ const pendingText = (partitions: number) => `
   ORDER BY "id" LIMIT CAST(? AS INTEGER)`;
 
 export function pendingReceipts(raw: SqliteRaw, partitions: number[], limit: number): Promise<PendingRow[]> {
-  return raw.exclusive((conn) => runSqlite<PendingRow>(conn, `receipts_pending_${partitions.length}`, pendingText(partitions.length), [...partitions.flatMap((p) => [p, limit]), limit]));
+  return raw.exclusive((conn) =>
+    runSqlite<PendingRow>(conn, `receipts_pending_${partitions.length}`, pendingText(partitions.length), [
+      ...partitions.flatMap((p) => [p, limit]),
+      limit,
+    ]),
+  );
 }

@@ -4,11 +4,16 @@ import { performance } from 'node:perf_hooks';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { Logger } from '../../observability/logger';
 import { failureFromError, failureFromResponse, failureFromSuccess, redactSecret } from './errors';
-import {
-  extractArray, isRecord, normaliseCustomField, normaliseList, parseJson, parseRateInfo, type HeaderBag,
-} from './parse';
+import { extractArray, isRecord, normaliseCustomField, normaliseList, parseJson, parseRateInfo, type HeaderBag } from './parse';
 import type {
-  RateInfo, SendOptions, ServiceClient, ServiceCustomField, ServiceFailure, ServiceList, ServiceResult, Workspace,
+  RateInfo,
+  SendOptions,
+  ServiceClient,
+  ServiceCustomField,
+  ServiceFailure,
+  ServiceList,
+  ServiceResult,
+  Workspace,
 } from './types';
 
 export interface ServiceClientOptions {
@@ -65,7 +70,10 @@ const PATHS = {
  * first and the event loop is busy. The pacer spaces the next send from that moment.
  */
 class SentReporter implements Dispatcher.DispatchHandler {
-  constructor(private readonly inner: Dispatcher.DispatchHandler, private readonly onSent: (at: number) => void) {}
+  constructor(
+    private readonly inner: Dispatcher.DispatchHandler,
+    private readonly onSent: (at: number) => void,
+  ) {}
   onConnect(abort: (err?: Error) => void, ...rest: unknown[]): void {
     this.onSent(Date.now());
     // undici passes a context after abort, which its own handler keeps: handed on as given
@@ -192,8 +200,13 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
       });
       const text = await readCapped(res.body);
       return {
-        kind: 'answer', status: res.statusCode, headers: res.headers, text, body: parseJson(text),
-        rate: parseRateInfo(res.headers), durationMs: Math.round(performance.now() - started),
+        kind: 'answer',
+        status: res.statusCode,
+        headers: res.headers,
+        text,
+        body: parseJson(text),
+        rate: parseRateInfo(res.headers),
+        durationMs: Math.round(performance.now() - started),
       };
     } catch (err) {
       return failureFromError(err, { timeoutMs, durationMs: Math.round(performance.now() - started), written });
@@ -210,7 +223,13 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
   async function send(apiKey: string, call: Call, opts: { keep404?: (a: Answer) => boolean } = {}): Promise<Answer | ServiceFailure> {
     if (!USABLE_KEY.test(apiKey)) {
       // Empty, or characters no header can carry: no service would accept it, so do not send it.
-      const refused: ServiceFailure = { kind: 'auth', message: 'The API key is empty or contains characters that cannot be sent, so it is not a valid key.', rate: {}, durationMs: 0, mayHaveArrived: false };
+      const refused: ServiceFailure = {
+        kind: 'auth',
+        message: 'The API key is empty or contains characters that cannot be sent, so it is not a valid key.',
+        rate: {},
+        durationMs: 0,
+        mayHaveArrived: false,
+      };
       log(call, call.paths[0] ?? '', refused);
       return refused;
     }
@@ -237,12 +256,18 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
   function log(call: Call, path: string, r: Answer | ServiceFailure): void {
     const fields = {
       service: {
-        endpoint: call.endpoint, method: call.method, path, status: r.status, durationMs: r.durationMs,
-        rate: r.rate, outcome: r.kind === 'answer' ? 'ok' : r.kind,
+        endpoint: call.endpoint,
+        method: call.method,
+        path,
+        status: r.status,
+        durationMs: r.durationMs,
+        rate: r.rate,
+        outcome: r.kind === 'answer' ? 'ok' : r.kind,
       },
     };
     if (r.kind === 'answer') logger.debug(fields, 'email service request succeeded');
-    else if (r.kind === 'not_acceptable') logger.error({ ...fields, err: r.message }, 'email service answered 406: the connector sent a request it cannot accept (bug)');
+    else if (r.kind === 'not_acceptable')
+      logger.error({ ...fields, err: r.message }, 'email service answered 406: the connector sent a request it cannot accept (bug)');
     else logger.debug({ ...fields, err: r.message }, 'email service request failed');
   }
 
@@ -251,7 +276,14 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
   }
 
   function fail(a: Answer, kind: ServiceFailure['kind'], message: string, apiKey: string): ServiceFailure {
-    return { kind, status: a.status, message: redactSecret(message, apiKey), rate: a.rate, durationMs: a.durationMs, mayHaveArrived: false };
+    return {
+      kind,
+      status: a.status,
+      message: redactSecret(message, apiKey),
+      rate: a.rate,
+      durationMs: a.durationMs,
+      mayHaveArrived: false,
+    };
   }
 
   /** A 2xx that is no acceptance (see failureFromSuccess), logged as the failure it is. */
@@ -266,7 +298,12 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
   return {
     async validateKey(apiKey, shop) {
       const a = await send(apiKey, {
-        endpoint: 'validate_key', method: 'POST', paths: PATHS.validate, origin: baseUrl, setting: 'SERVICE_BASE_URL', auth: 'bearer',
+        endpoint: 'validate_key',
+        method: 'POST',
+        paths: PATHS.validate,
+        origin: baseUrl,
+        setting: 'SERVICE_BASE_URL',
+        auth: 'bearer',
         body: { type: 'shopify', data: { shop_id: shop.shopId, shop_name: shop.shopName } },
       });
       if (a.kind !== 'answer') return a;
@@ -284,22 +321,44 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
     },
 
     async checkKey(apiKey) {
-      const a = await send(apiKey, { endpoint: 'check_key', method: 'GET', paths: PATHS.check, origin: baseUrl, setting: 'SERVICE_BASE_URL', auth: 'header' });
+      const a = await send(apiKey, {
+        endpoint: 'check_key',
+        method: 'GET',
+        paths: PATHS.check,
+        origin: baseUrl,
+        setting: 'SERVICE_BASE_URL',
+        auth: 'header',
+      });
       if (a.kind !== 'answer') return a;
       // The spec gives both an empty 200 and {"success": true}; only an explicit false fails.
-      if (isRecord(a.body) && a.body.success === false) return fail(a, 'auth', 'The email service reported the API key as not valid.', apiKey);
+      if (isRecord(a.body) && a.body.success === false)
+        return fail(a, 'auth', 'The email service reported the API key as not valid.', apiKey);
       return ok<void>(a, undefined);
     },
 
     async listLists(apiKey) {
-      const a = await send(apiKey, { endpoint: 'list_lists', method: 'GET', paths: PATHS.lists, origin: baseUrl, setting: 'SERVICE_BASE_URL', auth: 'header' });
+      const a = await send(apiKey, {
+        endpoint: 'list_lists',
+        method: 'GET',
+        paths: PATHS.lists,
+        origin: baseUrl,
+        setting: 'SERVICE_BASE_URL',
+        auth: 'header',
+      });
       if (a.kind !== 'answer') return a;
       const items = extractArray(a.body) ?? [];
       return ok<ServiceList[]>(a, items.map(normaliseList));
     },
 
     async listCustomFields(apiKey) {
-      const a = await send(apiKey, { endpoint: 'list_custom_fields', method: 'GET', paths: PATHS.customFields, origin: baseUrl, setting: 'SERVICE_BASE_URL', auth: 'header' });
+      const a = await send(apiKey, {
+        endpoint: 'list_custom_fields',
+        method: 'GET',
+        paths: PATHS.customFields,
+        origin: baseUrl,
+        setting: 'SERVICE_BASE_URL',
+        auth: 'header',
+      });
       if (a.kind !== 'answer') return a;
       const items = extractArray(a.body) ?? [];
       return ok<ServiceCustomField[]>(a, items.map(normaliseCustomField));
@@ -307,7 +366,14 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
 
     async deleteContact(apiKey, email, options) {
       const call: Call = {
-        endpoint: 'delete_contact', method: 'POST', paths: PATHS.deleteContact, origin: baseUrl, setting: 'SERVICE_BASE_URL', auth: 'header', body: { email }, onSent: options?.onSent,
+        endpoint: 'delete_contact',
+        method: 'POST',
+        paths: PATHS.deleteContact,
+        origin: baseUrl,
+        setting: 'SERVICE_BASE_URL',
+        auth: 'header',
+        body: { email },
+        onSent: options?.onSent,
       };
       // A 404 is "no such contact" only when the service said it, in JSON as it answers
       // everything: a 404 page from a proxy or a wrong host is a wrong address, and a GDPR delete
@@ -323,7 +389,16 @@ export function createServiceClient(opts: ServiceClientOptions): ServiceClient {
     },
 
     async sendEvent(apiKey, body, options) {
-      const call: Call = { endpoint: 'send_event', method: 'POST', paths: PATHS.send, origin: webhookUrl, setting: 'SERVICE_WEBHOOK_URL', auth: 'header', body, onSent: options?.onSent };
+      const call: Call = {
+        endpoint: 'send_event',
+        method: 'POST',
+        paths: PATHS.send,
+        origin: webhookUrl,
+        setting: 'SERVICE_WEBHOOK_URL',
+        auth: 'header',
+        body,
+        onSent: options?.onSent,
+      };
       const a = await send(apiKey, call);
       if (a.kind !== 'answer') return a;
       return refusedSuccess(a, call, 'required', apiKey) ?? ok<void>(a, undefined);

@@ -55,7 +55,9 @@ export function failureFromResponse(r: ResponseFacts): ServiceFailure {
     const retryAfterMs = parseRetryAfterMs(r.headers, r.nowMs);
     const wait = retryAfterMs === undefined ? '' : ` It asks to retry after ${retryAfterMs} ms.`;
     return {
-      kind: 'rate_limited', ...base, ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      kind: 'rate_limited',
+      ...base,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
       message: `The email service rate limit was exceeded (429).${wait}`,
     };
   }
@@ -70,17 +72,27 @@ export function failureFromResponse(r: ResponseFacts): ServiceFailure {
   }
   if (s === 406) {
     return {
-      kind: 'not_acceptable', ...base,
-      message: 'The email service answered 406 Not Acceptable: the request lacked an acceptable Accept header, which is a bug in the connector.',
+      kind: 'not_acceptable',
+      ...base,
+      message:
+        'The email service answered 406 Not Acceptable: the request lacked an acceptable Accept header, which is a bug in the connector.',
     };
   }
   if (s === 404 || s === 410) {
     // the endpoints are the spec's: an address that does not have them is a configuration problem
-    return { kind: 'not_found', ...base, message: `The email service address answered ${s} Not Found: check ${setting} (the connector's configuration, the same for every shop).` };
+    return {
+      kind: 'not_found',
+      ...base,
+      message: `The email service address answered ${s} Not Found: check ${setting} (the connector's configuration, the same for every shop).`,
+    };
   }
   if (s >= 300 && s < 400) {
     // never followed: the API key goes to the configured address only
-    return { kind: 'retryable', ...base, message: `The email service address answered with a redirect (${s}) to ${redirectTarget(r.headers)}, which is not followed so the API key is never sent elsewhere: check ${setting}.` };
+    return {
+      kind: 'retryable',
+      ...base,
+      message: `The email service address answered with a redirect (${s}) to ${redirectTarget(r.headers)}, which is not followed so the API key is never sent elsewhere: check ${setting}.`,
+    };
   }
   if (RETRY_LATER.has(s)) {
     return { kind: 'retryable', ...base, message: `The email service asked to send the request again later (${s}).` };
@@ -125,7 +137,11 @@ export function failureFromSuccess(r: ResponseFacts, json: 'required' | 'unless-
   const base = { kind: 'retryable' as const, status: r.status, rate: r.rate, durationMs: r.durationMs };
   if (isRecord(r.body) && r.body.success === false) {
     const said = describeErrorBody({ ...r.body, success: undefined }, '', 'message');
-    return { ...base, mayHaveArrived: false, message: `The email service answered ${r.status} but said success: false${said ? `: ${said}` : ''}; it did not take the request.` };
+    return {
+      ...base,
+      mayHaveArrived: false,
+      message: `The email service answered ${r.status} but said success: false${said ? `: ${said}` : ''}; it did not take the request.`,
+    };
   }
   if (r.body !== undefined) return null;
   const html = isHtml(r);
@@ -160,9 +176,18 @@ export function failureFromError(err: unknown, ctx: { timeoutMs: number; duratio
   let message: string;
   // the request was written (or may have been) before the wait ended: the service may have it
   let mayHaveArrived = true;
-  if (name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT'
-    || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_ABORTED' || code === 'UND_ERR_CONNECT_TIMEOUT') {
-    message = ctx.written === false ? `Could not connect to the email service within ${ctx.timeoutMs} ms.` : `The email service did not answer within ${ctx.timeoutMs} ms.`;
+  if (
+    name === 'TimeoutError' ||
+    name === 'AbortError' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT' ||
+    code === 'UND_ERR_ABORTED' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT'
+  ) {
+    message =
+      ctx.written === false
+        ? `Could not connect to the email service within ${ctx.timeoutMs} ms.`
+        : `The email service did not answer within ${ctx.timeoutMs} ms.`;
   } else if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE') {
     message = 'The connection to the email service was closed before a response arrived.';
   } else if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH') {

@@ -41,9 +41,7 @@ export type ServiceFailure = {
   mayHaveArrived: boolean;
 };
 
-export type ServiceResult<T> =
-  | { kind: 'ok'; value: T; status: number; rate: RateInfo; durationMs: number }
-  | ServiceFailure;
+export type ServiceResult<T> = { kind: 'ok'; value: T; status: number; rate: RateInfo; durationMs: number } | ServiceFailure;
 
 export interface Workspace {
   workspaceId: string;

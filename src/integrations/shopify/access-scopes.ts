@@ -13,7 +13,10 @@ interface Data {
 
 /** Throws the library's errors (classify them with classifyShopifyError). */
 export async function fetchGrantedScopes(shopify: ShopifyApi, session: Session, timeoutMs = 10_000): Promise<string[]> {
-  const res = await adminRequest<Data>(shopify, session, ACCESS_SCOPES_QUERY, { signal: AbortSignal.timeout(timeoutMs), deadline: Date.now() + timeoutMs });
+  const res = await adminRequest<Data>(shopify, session, ACCESS_SCOPES_QUERY, {
+    signal: AbortSignal.timeout(timeoutMs),
+    deadline: Date.now() + timeoutMs,
+  });
   const scopes = res.data?.currentAppInstallation?.accessScopes;
   if (!Array.isArray(scopes)) throw new Error('the Admin API answered without the installation access scopes');
   return scopes.map((s) => s.handle).filter((h): h is string => typeof h === 'string');

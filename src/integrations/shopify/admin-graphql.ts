@@ -23,7 +23,9 @@ export interface QueryCost {
 /** The Admin API kept throttling and the wait would pass the deadline. */
 export class AdminThrottledError extends Error {
   constructor(readonly waitMs: number | null) {
-    super(waitMs === null ? 'the Admin API is throttling this shop' : `the Admin API is throttling this shop; it needs ${waitMs} ms to restore`);
+    super(
+      waitMs === null ? 'the Admin API is throttling this shop' : `the Admin API is throttling this shop; it needs ${waitMs} ms to restore`,
+    );
     this.name = 'AdminThrottledError';
   }
 }
@@ -37,7 +39,8 @@ export class AdminDeadlineError extends Error {
 }
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-const rec = (v: unknown): Record<string, unknown> | null => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
+const rec = (v: unknown): Record<string, unknown> | null =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 
 /** The cost extension of a GraphQL answer body (`{extensions: {cost}}`), or null. */
 export function readCost(body: unknown): QueryCost | null {
@@ -50,7 +53,10 @@ export function readCost(body: unknown): QueryCost | null {
   return {
     requestedQueryCost: num(cost.requestedQueryCost),
     actualQueryCost: num(cost.actualQueryCost),
-    throttleStatus: max !== null && available !== null && rate !== null ? { maximumAvailable: max, currentlyAvailable: available, restoreRate: rate } : null,
+    throttleStatus:
+      max !== null && available !== null && rate !== null
+        ? { maximumAvailable: max, currentlyAvailable: available, restoreRate: rate }
+        : null,
   };
 }
 
@@ -138,7 +144,12 @@ export interface AdminResult<T> {
  * the bucket cannot restore before `deadline`, AdminDeadlineError when `signal` aborted, and the
  * library's errors otherwise (classify them with classifyShopifyError).
  */
-export async function adminRequest<T>(shopify: ShopifyApi, session: Session, query: string, opts: AdminRequestOptions = {}): Promise<AdminResult<T>> {
+export async function adminRequest<T>(
+  shopify: ShopifyApi,
+  session: Session,
+  query: string,
+  opts: AdminRequestOptions = {},
+): Promise<AdminResult<T>> {
   const now = opts.now ?? Date.now;
   const deadline = opts.deadline ?? Number.POSITIVE_INFINITY;
   const shop = session.shop;

@@ -53,7 +53,10 @@ function librarySeverity(level: string): LogSeverity {
 const SECRET_PATTERNS: Array<[RegExp, string]> = [
   [/\bshp[a-z]{2}_[A-Za-z0-9]+/g, '[redacted]'],
   [/\beyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g, '[redacted]'],
-  [/((?:access|refresh|subject)_?token|client_secret|stateFromCookie|[?&]code|[?&]state)(["']?\s*[:=]\s*["']?)[^\s"'&,}]+/gi, '$1$2[redacted]'],
+  [
+    /((?:access|refresh|subject)_?token|client_secret|stateFromCookie|[?&]code|[?&]state)(["']?\s*[:=]\s*["']?)[^\s"'&,}]+/gi,
+    '$1$2[redacted]',
+  ],
 ];
 
 /** Removes anything token-like from a message. Exported for the logger of other Shopify code. */

@@ -62,7 +62,10 @@ export function createCustomerLookup(deps: CustomerLookupDeps): CustomerLookup {
     const wanted = new Set(emails);
     const res = await adminRequest<Data>(deps.shopify, session, CUSTOMERS_BY_EMAIL_QUERY, {
       variables: { query: emails.map(emailTerm).join(' OR '), first: Math.min(250, emails.length * 2) },
-      signal, deadline, throttle, expectedCost: 2 + emails.length * 2,
+      signal,
+      deadline,
+      throttle,
+      expectedCost: 2 + emails.length * 2,
     });
     const found = new Set<string>();
     for (const node of res.data?.customers?.nodes ?? []) {
@@ -75,7 +78,13 @@ export function createCustomerLookup(deps: CustomerLookupDeps): CustomerLookup {
   return {
     async find(shop, input, deadline) {
       const emails = [...new Set(input)];
-      const result: CustomerLookupResult = { found: new Set(), notFound: new Set(), unresolved: new Set(emails), outcome: 'none', apiCalls: 0 };
+      const result: CustomerLookupResult = {
+        found: new Set(),
+        notFound: new Set(),
+        unresolved: new Set(emails),
+        outcome: 'none',
+        apiCalls: 0,
+      };
       if (emails.length === 0) return result;
       if (deps.perMinute <= 0) return { ...result, outcome: 'over_budget' };
       let session: Session | null;
@@ -105,8 +114,16 @@ export function createCustomerLookup(deps: CustomerLookupDeps): CustomerLookup {
         result.outcome = 'answered';
         return result;
       } catch (err) {
-        const outcome: CustomerLookupOutcome = err instanceof AdminThrottledError ? 'throttled' : err instanceof AdminDeadlineError || controller.signal.aborted ? 'timeout' : 'failed';
-        logger.warn({ shop: shop.domain, outcome, failure: outcome === 'failed' ? describeShopifyError(err) : (err as Error).message }, 'customer lookup unanswered; the storefront claims stay pending');
+        const outcome: CustomerLookupOutcome =
+          err instanceof AdminThrottledError
+            ? 'throttled'
+            : err instanceof AdminDeadlineError || controller.signal.aborted
+              ? 'timeout'
+              : 'failed';
+        logger.warn(
+          { shop: shop.domain, outcome, failure: outcome === 'failed' ? describeShopifyError(err) : (err as Error).message },
+          'customer lookup unanswered; the storefront claims stay pending',
+        );
         return { ...result, outcome };
       } finally {
         clearTimeout(timer);

@@ -87,20 +87,34 @@ function variantFacts(v: unknown): VariantFacts | undefined {
 
 export function fromRow(row: ProductInfoRow): CachedProduct {
   return {
-    productId: row.productId, handle: row.handle, title: row.title, currency: row.currency, url: row.url, imageUrl: row.imageUrl,
-    variantImages: parseMap(row.variantImages, text), variants: parseMap(row.variants, variantFacts), fetchedAt: row.fetchedAt,
+    productId: row.productId,
+    handle: row.handle,
+    title: row.title,
+    currency: row.currency,
+    url: row.url,
+    imageUrl: row.imageUrl,
+    variantImages: parseMap(row.variantImages, text),
+    variants: parseMap(row.variants, variantFacts),
+    fetchedAt: row.fetchedAt,
   };
 }
 
 export function toRowData(p: CachedProduct) {
   return {
-    handle: p.handle, title: p.title, currency: p.currency, url: p.url, imageUrl: p.imageUrl,
-    variantImages: JSON.stringify(p.variantImages), variants: JSON.stringify(p.variants), fetchedAt: p.fetchedAt,
+    handle: p.handle,
+    title: p.title,
+    currency: p.currency,
+    url: p.url,
+    imageUrl: p.imageUrl,
+    variantImages: JSON.stringify(p.variantImages),
+    variants: JSON.stringify(p.variants),
+    fetchedAt: p.fetchedAt,
   };
 }
 
 /** Whether the row answers this variant: a variant never looked up needs a lookup (it may have its own image). */
-export const knowsVariant = (p: CachedProduct, variantId: string | null) => variantId === null || Object.prototype.hasOwnProperty.call(p.variantImages, variantId);
+export const knowsVariant = (p: CachedProduct, variantId: string | null) =>
+  variantId === null || Object.prototype.hasOwnProperty.call(p.variantImages, variantId);
 
 /** The variant's image, else the product's featured image. */
 export function fieldsFor(p: CachedProduct | undefined, variantId: string | null): ProductFields {
@@ -134,7 +148,12 @@ export function confirmedVariants(productId: string, variants: Array<[string, Fe
 
 /** A cache entry from an Admin API lookup (product null: Shopify has no such product, cached as such). */
 export function fromLookup(
-  productId: string, product: FetchedProduct | null, variants: Array<[string, FetchedVariant | null]>, primaryDomain: string | null, at: Date, currency: string | null = null,
+  productId: string,
+  product: FetchedProduct | null,
+  variants: Array<[string, FetchedVariant | null]>,
+  primaryDomain: string | null,
+  at: Date,
+  currency: string | null = null,
 ): CachedProduct {
   return {
     productId,
@@ -203,7 +222,15 @@ export function parseProductUpdate(payload: unknown): ProductUpdate | null {
   }
   const status = str(p.status);
   const published = !('published_at' in p) || str(p.published_at) !== null;
-  return { productId, handle, title: str(p.title), onOnlineStore: (status === null || status === 'active') && published, imageUrl: featured, variantImages, variants };
+  return {
+    productId,
+    handle,
+    title: str(p.title),
+    onOnlineStore: (status === null || status === 'active') && published,
+    imageUrl: featured,
+    variantImages,
+    variants,
+  };
 }
 
 /** The product id of a products/delete payload (`{id}`). */

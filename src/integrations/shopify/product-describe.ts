@@ -50,7 +50,11 @@ export interface DescribeContext {
 }
 
 export interface Describer {
-  describe(shop: { id: string; domain: string; scope?: string | null }, refs: readonly ProductRef[], deadline: number): Promise<DescribeResult>;
+  describe(
+    shop: { id: string; domain: string; scope?: string | null },
+    refs: readonly ProductRef[],
+    deadline: number,
+  ): Promise<DescribeResult>;
   /** A product changed or went (products/update, products/delete): this process forgets what it held. */
   forget(shopId: string, productId: string): void;
 }
@@ -58,7 +62,11 @@ export interface Describer {
 export function createDescriber(ctx: DescribeContext): Describer {
   const unknown = new UnknownIds(ctx.ttlMs);
   const memo = new Map<string, { row: CachedProduct; until: number }>();
-  const budget = new TokenBuckets({ rate: Math.max(ctx.lookupsPerMinute, 1e-9) / 60, burst: Math.max(1, ctx.lookupsPerMinute), maxKeys: 50_000 });
+  const budget = new TokenBuckets({
+    rate: Math.max(ctx.lookupsPerMinute, 1e-9) / 60,
+    burst: Math.max(1, ctx.lookupsPerMinute),
+    maxKeys: 50_000,
+  });
   const memoKey = (shopId: string, productId: string) => `${shopId}\u0000${productId}`;
   const nowMs = () => ctx.now().getTime();
   const fresh = (p: CachedProduct) => nowMs() - p.fetchedAt.getTime() < ctx.ttlMs;
@@ -67,7 +75,10 @@ export function createDescriber(ctx: DescribeContext): Describer {
     const k = memoKey(shopId, row.productId);
     memo.delete(k);
     memo.set(k, { row, until: nowMs() + MEMO_MS });
-    if (memo.size > MEMO_MAX) for (const key of memo.keys()) if (memo.size > MEMO_MAX / 2) memo.delete(key); else break;
+    if (memo.size > MEMO_MAX)
+      for (const key of memo.keys())
+        if (memo.size > MEMO_MAX / 2) memo.delete(key);
+        else break;
   }
 
   /** Rows of these products: this process's copies younger than a minute, the others read at once. */
@@ -90,12 +101,21 @@ export function createDescriber(ctx: DescribeContext): Describer {
   }
 
   async function fetchMisses(
-    shop: { id: string; domain: string }, session: Session, cached: Map<string, CachedProduct>, products: string[], variants: Map<string, Set<string>>, deadline: number,
+    shop: { id: string; domain: string },
+    session: Session,
+    cached: Map<string, CachedProduct>,
+    products: string[],
+    variants: Map<string, Set<string>>,
+    deadline: number,
   ): Promise<number> {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now()));
     try {
-      const found = await lookupProducts(ctx.shopify, session, products, [...variants.keys()], { signal: controller.signal, deadline, throttle: ctx.throttle });
+      const found = await lookupProducts(ctx.shopify, session, products, [...variants.keys()], {
+        signal: controller.signal,
+        deadline,
+        throttle: ctx.throttle,
+      });
       if (found.primaryDomain) ctx.domains.remember(shop.id, found.primaryDomain);
       const domain = found.primaryDomain ?? ctx.domains.known(shop.id);
       const at = ctx.now();
@@ -126,7 +146,10 @@ export function createDescriber(ctx: DescribeContext): Describer {
         updates.push({
           ...current,
           variants: { ...current.variants, ...confirmed },
-          variantImages: { ...current.variantImages, ...Object.fromEntries(list.filter(([vid]) => vid in confirmed).map(([vid, v]) => [vid, v?.image ?? null])) },
+          variantImages: {
+            ...current.variantImages,
+            ...Object.fromEntries(list.filter(([vid]) => vid in confirmed).map(([vid, v]) => [vid, v?.image ?? null])),
+          },
         });
       }
       for (const u of updates) {
@@ -135,7 +158,15 @@ export function createDescriber(ctx: DescribeContext): Describer {
       }
       // the answer stands even if the cache write fails (it is only a cache)
       await ctx.db
-        .$transaction(updates.map((u) => ctx.db.productInfo.upsert({ where: { shopId_productId: { shopId: shop.id, productId: u.productId } }, create: { shopId: shop.id, productId: u.productId, ...toRowData(u) }, update: toRowData(u) })))
+        .$transaction(
+          updates.map((u) =>
+            ctx.db.productInfo.upsert({
+              where: { shopId_productId: { shopId: shop.id, productId: u.productId } },
+              create: { shopId: shop.id, productId: u.productId, ...toRowData(u) },
+              update: toRowData(u),
+            }),
+          ),
+        )
         .catch((err: unknown) => ctx.logger.warn({ shop: shop.domain, err: (err as Error)?.name }, 'could not cache products'));
       return found.calls;
     } finally {
@@ -150,10 +181,16 @@ export function createDescriber(ctx: DescribeContext): Describer {
     },
 
     async describe(shop, refs, deadline) {
-      const ids = refs.map((r) => ({ pid: numericId(r.product_id, 'Product'), vid: numericId(r.variant_id, 'ProductVariant'), named: r.variant_id !== null }));
+      const ids = refs.map((r) => ({
+        pid: numericId(r.product_id, 'Product'),
+        vid: numericId(r.variant_id, 'ProductVariant'),
+        named: r.variant_id !== null,
+      }));
       const wanted = [...new Set(ids.flatMap((i) => (i.pid && (!i.named || i.vid) ? [i.pid] : [])))];
       const unavailable = (outcome: DescribeOutcome, apiCalls = 0): DescribeResult => ({ items: answer(new Map()), outcome, apiCalls });
-      const isUnknown = (pid: string, vid: string | null) => unknown.has(UnknownIds.product(shop.id, pid), nowMs()) || (vid !== null && unknown.has(UnknownIds.variant(shop.id, pid, vid), nowMs()));
+      const isUnknown = (pid: string, vid: string | null) =>
+        unknown.has(UnknownIds.product(shop.id, pid), nowMs()) ||
+        (vid !== null && unknown.has(UnknownIds.variant(shop.id, pid, vid), nowMs()));
       function answer(cached: Map<string, CachedProduct>, pending: Set<string> = new Set()): Described[] {
         return ids.map(({ pid, vid, named }) => {
           if (!pid || (named && !vid)) return 'unknown';
@@ -166,7 +203,10 @@ export function createDescriber(ctx: DescribeContext): Describer {
       }
       if (wanted.length === 0) return { items: answer(new Map()), outcome: 'hit', apiCalls: 0 };
       if (!(await ctx.allowed(shop))) return unavailable('no_scope');
-      const cached = await rows(shop.id, wanted.filter((pid) => !unknown.has(UnknownIds.product(shop.id, pid), nowMs())));
+      const cached = await rows(
+        shop.id,
+        wanted.filter((pid) => !unknown.has(UnknownIds.product(shop.id, pid), nowMs())),
+      );
 
       const products: string[] = [];
       const variants = new Map<string, Set<string>>();
@@ -175,11 +215,15 @@ export function createDescriber(ctx: DescribeContext): Describer {
         const row = cached.get(pid);
         const stale = !row || !fresh(row) || !hasFacts(row);
         if (stale && !products.includes(pid)) products.push(pid);
-        if (vid !== null && (stale || (!isMissing(row!) && !row!.variants[vid]))) variants.set(vid, (variants.get(vid) ?? new Set()).add(pid));
+        if (vid !== null && (stale || (!isMissing(row!) && !row!.variants[vid])))
+          variants.set(vid, (variants.get(vid) ?? new Set()).add(pid));
       }
       if (products.length === 0 && variants.size === 0) return { items: answer(cached), outcome: 'hit', apiCalls: 0 };
       // what cannot be asked now is answered from what is cached, stale or not
-      const asked = { products: products.slice(0, MAX_IDS_PER_CALL), variants: new Map([...variants].slice(0, Math.max(0, MAX_IDS_PER_CALL - Math.min(products.length, MAX_IDS_PER_CALL)))) };
+      const asked = {
+        products: products.slice(0, MAX_IDS_PER_CALL),
+        variants: new Map([...variants].slice(0, Math.max(0, MAX_IDS_PER_CALL - Math.min(products.length, MAX_IDS_PER_CALL)))),
+      };
       if (ctx.cooling.active(shop.id)) return { items: answer(cached), outcome: 'cooling_off', apiCalls: 0 };
       if (ctx.lookupsPerMinute <= 0 || !budget.take(shop.id)) return { items: answer(cached), outcome: 'over_budget', apiCalls: 0 };
       const session = await ctx.session(shop);
@@ -190,8 +234,23 @@ export function createDescriber(ctx: DescribeContext): Describer {
         return { items: answer(cached, notAsked), outcome: 'fetched', apiCalls: calls };
       } catch (err) {
         ctx.cooling.start(shop.id);
-        const outcome: DescribeOutcome = err instanceof AdminThrottledError ? 'throttled' : err instanceof AdminDeadlineError || Date.now() >= deadline ? 'timeout' : 'failed';
-        ctx.logger.warn({ shop: shop.domain, outcome, failure: err instanceof Error && !(err instanceof AdminThrottledError || err instanceof AdminDeadlineError) ? describeShopifyError(err) : (err as Error).message }, 'storefront products unavailable from Shopify');
+        const outcome: DescribeOutcome =
+          err instanceof AdminThrottledError
+            ? 'throttled'
+            : err instanceof AdminDeadlineError || Date.now() >= deadline
+              ? 'timeout'
+              : 'failed';
+        ctx.logger.warn(
+          {
+            shop: shop.domain,
+            outcome,
+            failure:
+              err instanceof Error && !(err instanceof AdminThrottledError || err instanceof AdminDeadlineError)
+                ? describeShopifyError(err)
+                : (err as Error).message,
+          },
+          'storefront products unavailable from Shopify',
+        );
         return { items: answer(cached), outcome, apiCalls: 0 };
       }
     },

@@ -80,17 +80,30 @@ export function parseLookup(productIds: readonly string[], variantIds: readonly 
     const id = gidNumber(node.id);
     if (!id) continue;
     if (node.__typename === 'Product' && products.has(id)) {
-      products.set(id, { handle: str(node.handle), title: str(node.title), onlineStoreUrl: str(node.onlineStoreUrl), featuredImage: urlOf(node.featuredImage) });
+      products.set(id, {
+        handle: str(node.handle),
+        title: str(node.title),
+        onlineStoreUrl: str(node.onlineStoreUrl),
+        featuredImage: urlOf(node.featuredImage),
+      });
     } else if (node.__typename === 'ProductVariant' && variants.has(id)) {
       variants.set(id, {
-        productId: gidNumber((node.product as { id?: unknown } | null)?.id), image: urlOf(node.image),
-        title: str(node.title), sku: str(node.sku), price: price(node.price),
+        productId: gidNumber((node.product as { id?: unknown } | null)?.id),
+        image: urlOf(node.image),
+        title: str(node.title),
+        sku: str(node.sku),
+        price: price(node.price),
       });
     }
   }
   const domain = urlOf(data?.shop?.primaryDomain);
   const currency = str(data?.shop?.currencyCode);
-  return { primaryDomain: domain ? domain.replace(/\/+$/, '') : null, currency: currency && /^[A-Z]{3}$/.test(currency) ? currency : null, products, variants };
+  return {
+    primaryDomain: domain ? domain.replace(/\/+$/, '') : null,
+    currency: currency && /^[A-Z]{3}$/.test(currency) ? currency : null,
+    products,
+    variants,
+  };
 }
 
 export interface LookupOptions {

@@ -14,8 +14,19 @@ import type { ShopifyApi } from './api';
 import { AdminDeadlineError, AdminThrottledError, ThrottleTracker } from './admin-graphql';
 import { describeShopifyError } from './errors';
 import {
-  confirmedVariants, domainOfUrl, fieldsFor, fromLookup, fromRow, knowsVariant, parseProductDelete, parseProductUpdate, productUrl, toRowData,
-  type CachedProduct, type LineItemLike, type ProductFields,
+  confirmedVariants,
+  domainOfUrl,
+  fieldsFor,
+  fromLookup,
+  fromRow,
+  knowsVariant,
+  parseProductDelete,
+  parseProductUpdate,
+  productUrl,
+  toRowData,
+  type CachedProduct,
+  type LineItemLike,
+  type ProductFields,
 } from './product-cache';
 import { createDescriber, type DescribeResult } from './product-describe';
 import type { ProductRef } from './product-facts';
@@ -144,18 +155,32 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
   }
 
   const describer = createDescriber({
-    db, shopify, logger, ttlMs, now, throttle,
+    db,
+    shopify,
+    logger,
+    ttlMs,
+    now,
+    throttle,
     lookupsPerMinute: deps.storefrontLookupsPerMinute ?? 10,
     allowed: async (shop) => hasScopes(await grantedScope(shop).catch(() => undefined), FEATURE_SCOPES.product_images),
     session: async (shop) => {
       const session = await sessionOf(shop).catch(() => null);
       return session && hasScopes(session.scope, FEATURE_SCOPES.product_images) ? session : null;
     },
-    cooling: { active: (shopId) => (coolingUntil.get(shopId) ?? 0) > now().getTime(), start: (shopId) => void coolingUntil.set(shopId, now().getTime() + coolOffMs) },
+    cooling: {
+      active: (shopId) => (coolingUntil.get(shopId) ?? 0) > now().getTime(),
+      start: (shopId) => void coolingUntil.set(shopId, now().getTime() + coolOffMs),
+    },
     domains: { remember: (shopId, url) => void domains.set(shopId, { url, at: now().getTime() }), known: knownDomain },
   });
 
-  async function lookup(shop: EnrichShop, items: readonly LineItemLike[], signal: AbortSignal, deadline: number, progress: Progress): Promise<EnrichOutcome> {
+  async function lookup(
+    shop: EnrichShop,
+    items: readonly LineItemLike[],
+    signal: AbortSignal,
+    deadline: number,
+    progress: Progress,
+  ): Promise<EnrichOutcome> {
     const productIds = unique(items.map((i) => i.product_id));
     if (productIds.length === 0) return 'hit';
     if (!hasScopes(await grantedScope(shop), FEATURE_SCOPES.product_images)) {
@@ -198,7 +223,8 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
       const pid = v?.productId ?? productOfVariant.get(vid)!;
       variantsOf.set(pid, [...(variantsOf.get(pid) ?? []), [vid, v]]);
     }
-    for (const pid of productMisses) updates.push(fromLookup(pid, found.products.get(pid) ?? null, variantsOf.get(pid) ?? [], domain, at, found.currency));
+    for (const pid of productMisses)
+      updates.push(fromLookup(pid, found.products.get(pid) ?? null, variantsOf.get(pid) ?? [], domain, at, found.currency));
     for (const [pid, variants] of variantsOf) {
       const current = progress.cached.get(pid);
       if (missSet.has(pid) || !current) continue;
@@ -212,7 +238,15 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
     for (const u of updates) progress.cached.set(u.productId, u);
     // The answer stands even if the cache write fails (it is only a cache).
     await db
-      .$transaction(updates.map((u) => db.productInfo.upsert({ where: { shopId_productId: { shopId: shop.id, productId: u.productId } }, create: { shopId: shop.id, productId: u.productId, ...toRowData(u) }, update: toRowData(u) })))
+      .$transaction(
+        updates.map((u) =>
+          db.productInfo.upsert({
+            where: { shopId_productId: { shopId: shop.id, productId: u.productId } },
+            create: { shopId: shop.id, productId: u.productId, ...toRowData(u) },
+            update: toRowData(u),
+          }),
+        ),
+      )
       .catch((err: unknown) => logger.warn({ shop: shop.domain, err: (err as Error)?.name }, 'could not cache product images'));
     return 'fetched';
   }
@@ -244,12 +278,20 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
       } catch (err) {
         outcome = failureOutcome(err, controller.signal);
         coolingUntil.set(shop.id, now().getTime() + coolOffMs);
-        const failure = err instanceof AdminThrottledError || err instanceof AdminDeadlineError || err instanceof NoSessionError ? err.message : describeShopifyError(err);
-        logger.warn({ shop: shop.domain, outcome, failure, items: items.length, ms: Date.now() - started }, 'product images unavailable; the event goes without them');
+        const failure =
+          err instanceof AdminThrottledError || err instanceof AdminDeadlineError || err instanceof NoSessionError
+            ? err.message
+            : describeShopifyError(err);
+        logger.warn(
+          { shop: shop.domain, outcome, failure, items: items.length, ms: Date.now() - started },
+          'product images unavailable; the event goes without them',
+        );
       } finally {
         clearTimeout(timer);
       }
-      const fields = items.map((item) => (progress.usable && item.product_id ? fieldsFor(progress.cached.get(item.product_id), item.variant_id) : fieldsFor(undefined, null)));
+      const fields = items.map((item) =>
+        progress.usable && item.product_id ? fieldsFor(progress.cached.get(item.product_id), item.variant_id) : fieldsFor(undefined, null),
+      );
       const durationMs = Date.now() - started;
       metrics.enrichment.inc({ outcome });
       if (outcome === 'hit' || outcome === 'fetched' || outcome === 'no_scope') {

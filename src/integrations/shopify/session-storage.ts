@@ -107,7 +107,12 @@ class AppSessionStore implements SessionStore {
         refreshToken: o.refreshToken ? decrypt(o.refreshToken, session.id) : o.refreshToken,
       });
     } catch (err) {
-      this.logOnce?.log('warn', session.id, { sessionId: session.id, err: (err as Error)?.name }, 'stored Shopify session could not be decrypted; it will be renewed');
+      this.logOnce?.log(
+        'warn',
+        session.id,
+        { sessionId: session.id, err: (err as Error)?.name },
+        'stored Shopify session could not be decrypted; it will be renewed',
+      );
       return undefined;
     }
   }

@@ -67,11 +67,21 @@ export function createOfflineTokens(deps: OfflineTokensDeps): OfflineTokens {
   async function refresh(shop: string, current: Session): Promise<Session | null> {
     const fallback = stillValid(current) ? current : null;
     if (!current.refreshToken) {
-      await setTokenStatus(db, shop, 'refresh_failed', 'The access token expires and no refresh token is stored; the merchant must open the app again to renew access.');
+      await setTokenStatus(
+        db,
+        shop,
+        'refresh_failed',
+        'The access token expires and no refresh token is stored; the merchant must open the app again to renew access.',
+      );
       return fallback;
     }
     if (current.refreshTokenExpires && current.refreshTokenExpires.getTime() <= Date.now()) {
-      await setTokenStatus(db, shop, 'refresh_failed', 'The refresh token has expired; the merchant must open the app again to renew access.');
+      await setTokenStatus(
+        db,
+        shop,
+        'refresh_failed',
+        'The refresh token has expired; the merchant must open the app again to renew access.',
+      );
       return fallback;
     }
     try {
@@ -142,7 +152,10 @@ export function createOfflineTokens(deps: OfflineTokensDeps): OfflineTokens {
         }
         exchanged.delete(shop);
         exchanged.set(shop, { session, at: now });
-        logger.info({ shop, expiring: Boolean(session.expires), hasRefreshToken: Boolean(session.refreshToken) }, 'offline token obtained by token exchange');
+        logger.info(
+          { shop, expiring: Boolean(session.expires), hasRefreshToken: Boolean(session.refreshToken) },
+          'offline token obtained by token exchange',
+        );
         return session;
       });
     },
@@ -157,7 +170,10 @@ export function createOfflineTokens(deps: OfflineTokensDeps): OfflineTokens {
 export async function setTokenStatus(db: Db, shop: string, status: TokenStatus, error: string | null): Promise<void> {
   if (status === 'active') {
     // Most calls find it already active: skip the write then.
-    await db.shop.updateMany({ where: { domain: shop, OR: [{ tokenStatus: { not: 'active' } }, { tokenError: { not: null } }] }, data: { tokenStatus: 'active', tokenError: null } });
+    await db.shop.updateMany({
+      where: { domain: shop, OR: [{ tokenStatus: { not: 'active' } }, { tokenError: { not: null } }] },
+      data: { tokenStatus: 'active', tokenError: null },
+    });
     return;
   }
   await db.shop.updateMany({ where: { domain: shop }, data: { tokenStatus: status, tokenError: error } });

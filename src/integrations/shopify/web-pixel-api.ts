@@ -72,7 +72,10 @@ export async function createPixel(shopify: ShopifyApi, session: Session, key: st
 }
 
 export async function updatePixel(shopify: ShopifyApi, session: Session, id: string, key: string): Promise<PixelMutationResult> {
-  const data = await run<{ webPixelUpdate?: Payload }>(shopify, session, WEB_PIXEL_UPDATE, { id, webPixel: { settings: pixelSettings(key) } });
+  const data = await run<{ webPixelUpdate?: Payload }>(shopify, session, WEB_PIXEL_UPDATE, {
+    id,
+    webPixel: { settings: pixelSettings(key) },
+  });
   return result(data?.webPixelUpdate);
 }
 

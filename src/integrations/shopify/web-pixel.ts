@@ -14,7 +14,15 @@ import type { ShopifyApi } from './api';
 import { describeShopifyError } from './errors';
 import { FEATURE_SCOPES, missingScopes } from './scopes';
 import type { OfflineTokens } from './tokens';
-import { createPixel, currentPixel, deletePixel, isAccessDenied, updatePixel, type PixelMutationResult, type PixelUserError } from './web-pixel-api';
+import {
+  createPixel,
+  currentPixel,
+  deletePixel,
+  isAccessDenied,
+  updatePixel,
+  type PixelMutationResult,
+  type PixelUserError,
+} from './web-pixel-api';
 
 export const WEB_PIXEL_STATES = ['pending', 'active', 'missing_scopes', 'error', 'removed'] as const;
 export type WebPixelState = (typeof WEB_PIXEL_STATES)[number];
@@ -85,7 +93,8 @@ export function createWebPixels(deps: WebPixelsDeps): WebPixels {
   // One activation per shop at a time (the page's retry and an install hook may race).
   const inflight = new Map<string, Promise<WebPixelView>>();
 
-  const save = (shopId: string, data: Partial<Omit<Row, 'shopId' | 'key'>>) => db.webPixel.update({ where: { shopId }, data: { ...data, updatedAt: now() } });
+  const save = (shopId: string, data: Partial<Omit<Row, 'shopId' | 'key'>>) =>
+    db.webPixel.update({ where: { shopId }, data: { ...data, updatedAt: now() } });
 
   async function ensureRow(shopId: string): Promise<Row> {
     const existing = await db.webPixel.findUnique({ where: { shopId } });
@@ -103,11 +112,21 @@ export function createWebPixels(deps: WebPixelsDeps): WebPixels {
     const row = await ensureRow(shop.id);
     const session = await tokens.getOfflineSession(shop.domain);
     if (!session) {
-      return toView(await save(shop.id, { state: 'error', error: 'The app has no access to the shop right now; open the app from the Shopify admin to renew it, then retry.' }));
+      return toView(
+        await save(shop.id, {
+          state: 'error',
+          error: 'The app has no access to the shop right now; open the app from the Shopify admin to renew it, then retry.',
+        }),
+      );
     }
     const missing = missingScopes(session.scope, FEATURE_SCOPES.storefront_pixel);
     if (missing.length) {
-      return toView(await save(shop.id, { state: 'missing_scopes', error: `The shop has not granted ${missing.join(' and ')}; grant access to turn the storefront pixel on.` }));
+      return toView(
+        await save(shop.id, {
+          state: 'missing_scopes',
+          error: `The shop has not granted ${missing.join(' and ')}; grant access to turn the storefront pixel on.`,
+        }),
+      );
     }
     try {
       let result: PixelMutationResult | null = null;
@@ -133,11 +152,18 @@ export function createWebPixels(deps: WebPixelsDeps): WebPixels {
       return toView(await save(shop.id, { state: 'active', webPixelId: result.pixel?.id ?? row.webPixelId, error: null }));
     } catch (err) {
       if (isAccessDenied(err)) {
-        return toView(await save(shop.id, { state: 'missing_scopes', error: 'Shopify denied access to web pixels; grant the storefront pixel permissions, then retry.' }));
+        return toView(
+          await save(shop.id, {
+            state: 'missing_scopes',
+            error: 'Shopify denied access to web pixels; grant the storefront pixel permissions, then retry.',
+          }),
+        );
       }
       const failure = describeShopifyError(err);
       logger.warn({ shop: shop.domain, failure }, 'web pixel activation failed');
-      return toView(await save(shop.id, { state: 'error', error: `Shopify could not activate the storefront pixel (${failure}); retry in a moment.` }));
+      return toView(
+        await save(shop.id, { state: 'error', error: `Shopify could not activate the storefront pixel (${failure}); retry in a moment.` }),
+      );
     }
   }
 

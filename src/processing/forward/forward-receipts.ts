@@ -85,7 +85,11 @@ export function createForwardReceipts(deps: ForwardDeps) {
       if (keys.orderId) need.orders.add(keyOf(shop.id, keys.orderId));
       if (keys.fulfillmentId) need.fulfillments.add(keyOf(shop.id, keys.fulfillmentId));
     }
-    const [digests, orders, fulfillments] = await Promise.all([store.digests(need.digests), store.orders(need.orders), store.fulfillments(need.fulfillments)]);
+    const [digests, orders, fulfillments] = await Promise.all([
+      store.digests(need.digests),
+      store.orders(need.orders),
+      store.fulfillments(need.fulfillments),
+    ]);
     const missingOrders = new Set([...need.orders].filter((k) => !orders.has(k)));
     const legacyEmails = missingOrders.size ? await store.orderEmailsFromMessages(missingOrders) : new Map<string, string>();
     const products = await lookupProducts(keyed);
@@ -113,14 +117,23 @@ export function createForwardReceipts(deps: ForwardDeps) {
       let b = batches.get(shop.id);
       if (!b) {
         const status = shop.connection.status === 'connected' ? 'queued' : 'held';
-        b = { shop, settings: parseStoredSettings(shop.settings?.data), status, candidates: new Map(), cancelTokens: new Set(), cancelEmails: new Set(), orderTokens: new Set(), orderEmails: new Set() };
+        b = {
+          shop,
+          settings: parseStoredSettings(shop.settings?.data),
+          status,
+          candidates: new Map(),
+          cancelTokens: new Set(),
+          cancelEmails: new Set(),
+          orderTokens: new Set(),
+          orderEmails: new Set(),
+        };
         batches.set(shop.id, b);
       }
       const dk = keys.customerId ? keyOf(shop.id, keys.customerId) : null;
       const ok = keys.orderId ? keyOf(shop.id, keys.orderId) : null;
       const fk = keys.fulfillmentId ? keyOf(shop.id, keys.fulfillmentId) : null;
       const digest = dk ? digests.get(dk) : undefined;
-      const order = ok ? orders.get(ok) ?? null : undefined;
+      const order = ok ? (orders.get(ok) ?? null) : undefined;
       const out: MapOutput = mapWebhook({
         topic: r.topic,
         payload: r.payload,
@@ -129,9 +142,9 @@ export function createForwardReceipts(deps: ForwardDeps) {
         receivedAt: r.receivedAt,
         settings: b.settings,
         customerState: dk ? (digest ? { digest: digest.digest, consentState: digest.consentState } : null) : undefined,
-        orderEmail: ok ? order?.email ?? legacyEmails.get(ok) ?? null : null,
+        orderEmail: ok ? (order?.email ?? legacyEmails.get(ok) ?? null) : null,
         order,
-        fulfillment: fk ? fulfillments.get(fk) ?? null : undefined,
+        fulfillment: fk ? (fulfillments.get(fk) ?? null) : undefined,
         products: products.get(shop.id),
         ...deps.mapContext?.(shop, r),
       });
@@ -168,7 +181,9 @@ export function createForwardReceipts(deps: ForwardDeps) {
         entry.items.push(...lineItemIds(obj(r.payload)?.line_items));
         byShop.set(shop.id, entry);
       }
-      const found = await Promise.all([...byShop.values()].filter((e) => e.items.length).map(async (e) => [e.shop.id, await deps.enrich!(e.shop, e.items)] as const));
+      const found = await Promise.all(
+        [...byShop.values()].filter((e) => e.items.length).map(async (e) => [e.shop.id, await deps.enrich!(e.shop, e.items)] as const),
+      );
       return new Map(found);
     }
 
@@ -256,7 +271,10 @@ async function settleReads(batches: ShopBatch[], store: ForwardStore): Promise<K
       if (c.message.email !== null) emails.add(keyOf(b.shop.id, c.message.email));
     }
   }
-  const stored = tokens.size || emails.size ? await store.ordersFor(tokens, emails) : { tokens: new Set<string>(), emailLatest: new Map<string, Date>() };
+  const stored =
+    tokens.size || emails.size
+      ? await store.ordersFor(tokens, emails)
+      : { tokens: new Set<string>(), emailLatest: new Map<string, Date>() };
   return { existing, stored };
 }
 
@@ -283,7 +301,11 @@ function settle(b: ShopBatch, known: Known, plan: WritePlan, due: DueEntry[]): v
     if (c.upsert && row.status !== 'skipped') {
       const checkoutAt = new Date(m.runAt.getTime() - b.settings.abandonment_delay_minutes * 60_000);
       const latest = m.email ? known.stored.emailLatest.get(keyOf(shopId, m.email)) : undefined;
-      const ordered = c.cancelled || c.orderedInBatch || (m.checkoutToken !== null && known.stored.tokens.has(keyOf(shopId, m.checkoutToken))) || (latest !== undefined && latest >= checkoutAt);
+      const ordered =
+        c.cancelled ||
+        c.orderedInBatch ||
+        (m.checkoutToken !== null && known.stored.tokens.has(keyOf(shopId, m.checkoutToken))) ||
+        (latest !== undefined && latest >= checkoutAt);
       if (ordered) {
         plan.inserts.push({ ...row, status: 'cancelled', heldReason: null, lastError: 'the customer placed an order' });
         continue;

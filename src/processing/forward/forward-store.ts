@@ -59,7 +59,15 @@ export interface WritePlan {
   fulfillments: Array<{ shopId: string; state: StoredFulfillment }>;
 }
 
-export const emptyPlan = (): WritePlan => ({ cancels: [], abandonmentUpdates: [], replacements: [], inserts: [], digests: [], orders: [], fulfillments: [] });
+export const emptyPlan = (): WritePlan => ({
+  cancels: [],
+  abandonmentUpdates: [],
+  replacements: [],
+  inserts: [],
+  digests: [],
+  orders: [],
+  fulfillments: [],
+});
 
 // Parameter 1: the domains, as the dialect's list parameter.
 const SHOPS: StatementBuilder = (p, d) => `
@@ -100,7 +108,14 @@ export class ForwardStore {
     return new Map(
       rows.map((r) => [
         r.domain,
-        { id: r.id, domain: r.domain, uninstalledAt: rawDate(r.uninstalledAt), connection: r.status === null ? null : { status: r.status }, settings: r.data === null ? null : { data: r.data }, scope: r.scope },
+        {
+          id: r.id,
+          domain: r.domain,
+          uninstalledAt: rawDate(r.uninstalledAt),
+          connection: r.status === null ? null : { status: r.status },
+          settings: r.data === null ? null : { data: r.data },
+          scope: r.scope,
+        },
       ]),
     );
   }
@@ -141,9 +156,9 @@ export class ForwardStore {
   /** Messages the shops already have under these source ids (keys: shop id and source id). */
   async existing(keys: Set<string>): Promise<Map<string, ExistingMessage>> {
     if (keys.size === 0) return new Map();
-    const rows = await this.reads.$queryRaw<Array<{ id: number | bigint; shopId: string; sourceId: string; status: string; dueAt: unknown }>>(
-      Prisma.sql`SELECT "id", "shopId", "sourceId", "status", "dueAt" FROM "OutboxMessage" WHERE ${whereKeys(keys, 'sourceId')}`,
-    );
+    const rows = await this.reads.$queryRaw<
+      Array<{ id: number | bigint; shopId: string; sourceId: string; status: string; dueAt: unknown }>
+    >(Prisma.sql`SELECT "id", "shopId", "sourceId", "status", "dueAt" FROM "OutboxMessage" WHERE ${whereKeys(keys, 'sourceId')}`);
     return new Map(rows.map((r) => [keyOf(r.shopId, r.sourceId), { id: Number(r.id), status: r.status, dueAt: rawDate(r.dueAt)! }]));
   }
 
@@ -182,15 +197,21 @@ export class ForwardStore {
     const byEmail = Prisma.join(['checkout_abandoned', ...STOREFRONT_ABANDONMENTS]);
     const terms: Prisma.Sql[] = [];
     for (const c of plan.cancels) {
-      if (c.tokens.length) terms.push(Prisma.sql`("shopId" = ${c.shopId} AND "checkoutToken" IN (${Prisma.join(c.tokens)}) AND "eventName" = 'checkout_abandoned')`);
-      if (c.emails.length) terms.push(Prisma.sql`("shopId" = ${c.shopId} AND "email" IN (${Prisma.join(c.emails)}) AND "eventName" IN (${byEmail}))`);
+      if (c.tokens.length)
+        terms.push(
+          Prisma.sql`("shopId" = ${c.shopId} AND "checkoutToken" IN (${Prisma.join(c.tokens)}) AND "eventName" = 'checkout_abandoned')`,
+        );
+      if (c.emails.length)
+        terms.push(Prisma.sql`("shopId" = ${c.shopId} AND "email" IN (${Prisma.join(c.emails)}) AND "eventName" IN (${byEmail}))`);
     }
     if (terms.length) {
       // Two steps, each planned on its own index: the abandonments of these tokens and emails
       // through (shopId, checkoutToken|email, eventName), then the pending ones by id. One
       // statement that also names the status made SQLite walk the shop's whole queue instead
       // (a deep backlog made every order slow; test/faults/deep-backlog.test.ts).
-      const found = await tx.$queryRaw<Array<{ id: number | bigint; status: string }>>(Prisma.sql`SELECT "id", "status" FROM "OutboxMessage" WHERE ${anyOf(terms)}`);
+      const found = await tx.$queryRaw<Array<{ id: number | bigint; status: string }>>(
+        Prisma.sql`SELECT "id", "status" FROM "OutboxMessage" WHERE ${anyOf(terms)}`,
+      );
       const ids = found.filter((m) => pending.includes(m.status)).map((m) => Number(m.id));
       if (ids.length) {
         await tx.$executeRaw(Prisma.sql`
@@ -211,13 +232,45 @@ export class ForwardStore {
     await insertMessages(tx, this.provider, plan.inserts, now);
     // state rows: one upsert per kind, whatever the number of shops
     if (plan.digests.length) {
-      await upsert(tx, 'CustomerDigest', ['shopId', 'customerId'], ['digest', 'consentState', 'updatedAt'], plan.digests.map((d) => [d.shopId, d.customerId, d.digest, d.consentState, this.sql.ts(now)]));
+      await upsert(
+        tx,
+        'CustomerDigest',
+        ['shopId', 'customerId'],
+        ['digest', 'consentState', 'updatedAt'],
+        plan.digests.map((d) => [d.shopId, d.customerId, d.digest, d.consentState, this.sql.ts(now)]),
+      );
     }
     if (plan.orders.length) {
-      await upsert(tx, 'OrderSummary', ['shopId', 'orderId'], ['email', 'customerId', 'summary', 'updatedAt'], plan.orders.map(({ shopId, order }) => [shopId, order.orderId, order.email, order.customerId, JSON.stringify(order), this.sql.ts(now)]));
+      await upsert(
+        tx,
+        'OrderSummary',
+        ['shopId', 'orderId'],
+        ['email', 'customerId', 'summary', 'updatedAt'],
+        plan.orders.map(({ shopId, order }) => [
+          shopId,
+          order.orderId,
+          order.email,
+          order.customerId,
+          JSON.stringify(order),
+          this.sql.ts(now),
+        ]),
+      );
     }
     if (plan.fulfillments.length) {
-      await upsert(tx, 'FulfillmentState', ['shopId', 'fulfillmentId'], ['orderId', 'email', 'state', 'updatedAt'], plan.fulfillments.map(({ shopId, state }) => [shopId, state.fulfillmentId, state.orderId, state.email, JSON.stringify(state), this.sql.ts(now)]));
+      await upsert(
+        tx,
+        'FulfillmentState',
+        ['shopId', 'fulfillmentId'],
+        ['orderId', 'email', 'state', 'updatedAt'],
+        plan.fulfillments.map(({ shopId, state }) => [
+          shopId,
+          state.fulfillmentId,
+          state.orderId,
+          state.email,
+          JSON.stringify(state),
+          this.sql.ts(now),
+        ]),
+      );
     }
   }
 }

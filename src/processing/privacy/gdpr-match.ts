@@ -18,7 +18,9 @@ export interface CustomerRef {
 export function customerRef(payload: unknown, ordersKey: 'orders_to_redact' | 'orders_requested'): CustomerRef {
   const p = obj(payload);
   const c = obj(p?.customer);
-  const orderIds = arr(p?.[ordersKey]).map(id).filter((o): o is string => o !== null);
+  const orderIds = arr(p?.[ordersKey])
+    .map(id)
+    .filter((o): o is string => o !== null);
   const email = str(c?.email);
   return { id: id(c?.id), email: email === null ? null : normalizeEmail(email), orderIds };
 }
@@ -84,7 +86,12 @@ export function payloadConcerns(payload: unknown, ref: CustomerRef, topic = ''):
   const m = new Matcher(ref);
   const top = obj(payload);
   const kind = topLevelKind(topic);
-  if (top !== null && kind !== null && (kind === 'customer' ? m.isCustomer(top.id) || m.isCustomer(objectId(top)) : m.isOrder(top.id) || m.isOrder(objectId(top)))) return true;
+  if (
+    top !== null &&
+    kind !== null &&
+    (kind === 'customer' ? m.isCustomer(top.id) || m.isCustomer(objectId(top)) : m.isOrder(top.id) || m.isOrder(objectId(top)))
+  )
+    return true;
   return m.value(payload, null);
 }
 

@@ -55,10 +55,20 @@ function customerMessages(shopId: string, ref: CustomerRef): Prisma.OutboxMessag
 }
 
 /** Stored order and fulfillment state of the customer (by id, email, or the orders named). */
-function customerState(shopId: string, ref: CustomerRef): { orders: Prisma.OrderSummaryWhereInput; fulfillments: Prisma.FulfillmentStateWhereInput } {
+function customerState(
+  shopId: string,
+  ref: CustomerRef,
+): { orders: Prisma.OrderSummaryWhereInput; fulfillments: Prisma.FulfillmentStateWhereInput } {
   const or = <T>(parts: Array<T | false>): T[] => parts.filter((p): p is T => p !== false);
-  const orders = or<Prisma.OrderSummaryWhereInput>([ref.id !== null && { customerId: ref.id }, ref.email !== null && { email: ref.email }, ref.orderIds.length > 0 && { orderId: { in: ref.orderIds } }]);
-  const fulfillments = or<Prisma.FulfillmentStateWhereInput>([ref.email !== null && { email: ref.email }, ref.orderIds.length > 0 && { orderId: { in: ref.orderIds } }]);
+  const orders = or<Prisma.OrderSummaryWhereInput>([
+    ref.id !== null && { customerId: ref.id },
+    ref.email !== null && { email: ref.email },
+    ref.orderIds.length > 0 && { orderId: { in: ref.orderIds } },
+  ]);
+  const fulfillments = or<Prisma.FulfillmentStateWhereInput>([
+    ref.email !== null && { email: ref.email },
+    ref.orderIds.length > 0 && { orderId: { in: ref.orderIds } },
+  ]);
   // nothing to match on: an empty list matches no row
   return {
     orders: orders.length ? { shopId, OR: orders } : { shopId, orderId: { in: [] } },
@@ -71,7 +81,13 @@ export type GdprUseCases = ReturnType<typeof createGdpr>;
 export function createGdpr(deps: GdprDeps) {
   const { db, logger, receipts } = deps;
   const now = deps.now ?? (() => new Date());
-  const accepted = (r: ParsedReceipt, customerId: string | null = null): ReceiptOutcome => ({ id: r.id, outcome: 'accepted', reason: null, messageCount: 0, customerId });
+  const accepted = (r: ParsedReceipt, customerId: string | null = null): ReceiptOutcome => ({
+    id: r.id,
+    outcome: 'accepted',
+    reason: null,
+    messageCount: 0,
+    customerId,
+  });
 
   /** Sessions go at once (the token is revoked); merchant data stays until shop/redact. */
   async function uninstalled(r: ParsedReceipt): Promise<GdprResult> {
@@ -81,7 +97,10 @@ export function createGdpr(deps: GdprDeps) {
       const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain } });
       if (shop) {
         await tx.shop.update({ where: { id: shop.id }, data: { uninstalledAt: now(), tokenStatus: 'revoked', tokenError: null } });
-        await tx.outboxMessage.updateMany({ where: { shopId: shop.id, status: 'queued' }, data: { status: 'held', heldReason: 'uninstalled' } });
+        await tx.outboxMessage.updateMany({
+          where: { shopId: shop.id, status: 'queued' },
+          data: { status: 'held', heldReason: 'uninstalled' },
+        });
       }
       await receipts.markProcessed(tx, [outcome], now());
       return shop?.id ?? null;
@@ -114,11 +133,26 @@ export function createGdpr(deps: GdprDeps) {
    * about them is forwarded later: matched on their parsed bodies by exact email and ids
    * (gdpr-match.ts), and storefront batches also by the customer's devices (`clientIds`).
    */
-  async function erasePendingReceipts(tx: Tx, shopDomain: string, ref: CustomerRef, clientIds: ReadonlySet<string>, except: number): Promise<number> {
+  async function erasePendingReceipts(
+    tx: Tx,
+    shopDomain: string,
+    ref: CustomerRef,
+    clientIds: ReadonlySet<string>,
+    except: number,
+  ): Promise<number> {
     if (ref.email === null && ref.id === null && ref.orderIds.length === 0 && clientIds.size === 0) return 0;
-    const pending = await tx.webhookReceipt.findMany({ where: { shopDomain, processedAt: null, id: { not: except } }, select: { id: true, topic: true, kind: true, body: true } });
+    const pending = await tx.webhookReceipt.findMany({
+      where: { shopDomain, processedAt: null, id: { not: except } },
+      select: { id: true, topic: true, kind: true, body: true },
+    });
     const hits = pending.filter((p) => !NEVER_ERASED_TOPICS.has(p.topic) && receiptConcerns(p, ref, clientIds));
-    const erased: ReceiptOutcome[] = hits.map((h) => ({ id: h.id, outcome: 'erased', reason: 'erased by customers/redact before it was processed', messageCount: 0, customerId: null }));
+    const erased: ReceiptOutcome[] = hits.map((h) => ({
+      id: h.id,
+      outcome: 'erased',
+      reason: 'erased by customers/redact before it was processed',
+      messageCount: 0,
+      customerId: null,
+    }));
     return receipts.markProcessed(tx, erased, now());
   }
 
@@ -128,7 +162,9 @@ export function createGdpr(deps: GdprDeps) {
    */
   async function eraseExports(tx: Tx, shopId: string, ref: CustomerRef): Promise<number> {
     const rows = await tx.dataExport.findMany({ where: { shopId }, select: { id: true, customerId: true, content: true } });
-    const hits = rows.filter((e) => (ref.id !== null && e.customerId === ref.id) || payloadConcerns(readJson(e.content), ref)).map((e) => e.id);
+    const hits = rows
+      .filter((e) => (ref.id !== null && e.customerId === ref.id) || payloadConcerns(readJson(e.content), ref))
+      .map((e) => e.id);
     if (hits.length === 0) return 0;
     return (await tx.dataExport.deleteMany({ where: { id: { in: hits } } })).count;
   }
@@ -139,7 +175,8 @@ export function createGdpr(deps: GdprDeps) {
     const due: DueEntry[] = [];
     let contactDelete: 'queued' | 'held' | 'invalid_email' | 'none' = 'none';
     await db.$transaction(async (tx) => {
-      if (ref.id) await tx.webhookReceipt.updateMany({ where: { shopDomain: r.shopDomain, customerId: ref.id }, data: { customerId: null } });
+      if (ref.id)
+        await tx.webhookReceipt.updateMany({ where: { shopDomain: r.shopDomain, customerId: ref.id }, data: { customerId: null } });
       const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain }, include: { connection: true } });
       const devices = shop && ref.email ? await visitorsOf(tx, shop.id, ref.email, deps.emailKeys) : [];
       await erasePendingReceipts(tx, r.shopDomain, ref, new Set(devices), r.id);
@@ -167,9 +204,18 @@ export function createGdpr(deps: GdprDeps) {
             const at = now();
             await tx.outboxMessage.create({
               data: {
-                shopId: shop.id, sourceId: `redact:${r.webhookId}`, kind: 'contact_delete', topic: r.topic, eventName: 'contact_delete',
-                email: ref.email, customerId: null, body: '{}', status: deliverable ? 'queued' : 'held',
-                heldReason: deliverable ? null : shop.uninstalledAt ? 'uninstalled' : 'invalid_key', runAt: at, dueAt: at,
+                shopId: shop.id,
+                sourceId: `redact:${r.webhookId}`,
+                kind: 'contact_delete',
+                topic: r.topic,
+                eventName: 'contact_delete',
+                email: ref.email,
+                customerId: null,
+                body: '{}',
+                status: deliverable ? 'queued' : 'held',
+                heldReason: deliverable ? null : shop.uninstalledAt ? 'uninstalled' : 'invalid_key',
+                runAt: at,
+                dueAt: at,
               },
             });
             contactDelete = deliverable ? 'queued' : 'held';
@@ -200,7 +246,9 @@ export function createGdpr(deps: GdprDeps) {
         return null;
       }
       const messages = await tx.outboxMessage.findMany({ where: customerMessages(shop.id, ref), orderBy: { id: 'asc' }, take: 10_000 });
-      const digest = ref.id ? await tx.customerDigest.findUnique({ where: { shopId_customerId: { shopId: shop.id, customerId: ref.id } } }) : null;
+      const digest = ref.id
+        ? await tx.customerDigest.findUnique({ where: { shopId_customerId: { shopId: shop.id, customerId: ref.id } } })
+        : null;
       const state = customerState(shop.id, ref);
       const [orders, fulfillments] = await Promise.all([
         tx.orderSummary.findMany({ where: state.orders, take: 10_000 }),
@@ -211,10 +259,15 @@ export function createGdpr(deps: GdprDeps) {
         shop_domain: shop.domain,
         customer: { id: ref.id, email: ref.email },
         generated_at: now().toISOString(),
-        summary: 'Events this app forwarded (or will forward) to the email service about this customer, and the order and shipping details it keeps to build them. The email service holds the contact itself.',
+        summary:
+          'Events this app forwarded (or will forward) to the email service about this customer, and the order and shipping details it keeps to build them. The email service holds the contact itself.',
         events: messages.map((m) => ({
-          event_name: m.eventName, topic: m.topic, status: m.status, created_at: m.createdAt.toISOString(),
-          delivered_at: m.deliveredAt?.toISOString() ?? null, sent: JSON.parse(m.body) as unknown,
+          event_name: m.eventName,
+          topic: m.topic,
+          status: m.status,
+          created_at: m.createdAt.toISOString(),
+          delivered_at: m.deliveredAt?.toISOString() ?? null,
+          sent: JSON.parse(m.body) as unknown,
         })),
         orders: orders.map((o) => JSON.parse(o.summary) as unknown),
         shipments: fulfillments.map((f) => JSON.parse(f.state) as unknown),
@@ -229,7 +282,11 @@ export function createGdpr(deps: GdprDeps) {
       await receipts.markProcessed(tx, [outcome], now());
       return row.id;
     });
-    if (exportId !== null) logger.info({ shop: r.shopDomain, requestId, exportId, location: `/api/data-requests/${exportId}` }, 'customers/data_request answered: export ready');
+    if (exportId !== null)
+      logger.info(
+        { shop: r.shopDomain, requestId, exportId, location: `/api/data-requests/${exportId}` },
+        'customers/data_request answered: export ready',
+      );
     return { outcome, due: [] };
   }
 

@@ -22,7 +22,10 @@ function derive(secret: Buffer): Buffer {
 
 export function createEmailKeys(secrets: { key: Buffer; previousKeys?: readonly Buffer[] }): EmailKeys {
   const keys = [secrets.key, ...(secrets.previousKeys ?? [])].map(derive);
-  const mac = (key: Buffer, shopId: string, email: string) => createHmac('sha256', key).update(`${shopId}\u0000${normalizeEmail(email)}`).digest('base64url');
+  const mac = (key: Buffer, shopId: string, email: string) =>
+    createHmac('sha256', key)
+      .update(`${shopId}\u0000${normalizeEmail(email)}`)
+      .digest('base64url');
   return {
     of: (shopId, email) => mac(keys[0]!, shopId, email),
     all: (shopId, email) => [...new Set(keys.map((k) => mac(k, shopId, email)))],

@@ -51,18 +51,33 @@ export async function exportPixelData(tx: Tx, shopId: string, rawEmail: string |
       ])
     : [[], [], []];
   const clientIds = [...new Set([...visitors, ...claims].map((v) => v.clientId))];
-  const waiting = clientIds.length ? await tx.pixelEvent.findMany({ where: { shopId, clientId: { in: clientIds } }, orderBy: { id: 'asc' }, take: 10_000 }) : [];
+  const waiting = clientIds.length
+    ? await tx.pixelEvent.findMany({ where: { shopId, clientId: { in: clientIds } }, orderBy: { id: 'asc' }, take: 10_000 })
+    : [];
   return {
     summary:
       'Storefront visitors (Shopify client ids) tied to this email by the web pixel, visitors that gave this email and wait for Shopify to confirm it, their events still waiting to be counted, and whether Shopify confirmed the email for the shop (with its counts of the day).',
-    visitors: visitors.map((v) => ({ client_id: v.clientId, identified_at: v.identifiedAt.toISOString(), kept_until: v.expiresAt.toISOString() })),
+    visitors: visitors.map((v) => ({
+      client_id: v.clientId,
+      identified_at: v.identifiedAt.toISOString(),
+      kept_until: v.expiresAt.toISOString(),
+    })),
     claims: claims.map((c) => ({ client_id: c.clientId, claimed_at: c.claimedAt.toISOString(), kept_until: c.expiresAt.toISOString() })),
     confirmed: trust.map((t) => ({
-      state: t.state, source: t.source, checked_at: t.checkedAt.toISOString(), kept_until: t.expiresAt.toISOString(),
-      day: new Date(t.quotaDay * 86_400_000).toISOString().slice(0, 10), events_that_day: t.events, abandonments_that_day: t.abandonments,
+      state: t.state,
+      source: t.source,
+      checked_at: t.checkedAt.toISOString(),
+      kept_until: t.expiresAt.toISOString(),
+      day: new Date(t.quotaDay * 86_400_000).toISOString().slice(0, 10),
+      events_that_day: t.events,
+      abandonments_that_day: t.abandonments,
     })),
     waiting_events: waiting.map((e) => ({
-      client_id: e.clientId, name: e.name, occurred_at: e.occurredAt.toISOString(), kept_until: e.expiresAt.toISOString(), data: JSON.parse(e.data) as unknown,
+      client_id: e.clientId,
+      name: e.name,
+      occurred_at: e.occurredAt.toISOString(),
+      kept_until: e.expiresAt.toISOString(),
+      data: JSON.parse(e.data) as unknown,
     })),
   };
 }

@@ -15,7 +15,11 @@ export interface Answers {
 }
 
 /** Describes the references of each shop (side by side), by `deadline` (Date.now epoch ms). */
-export async function describeAll(products: Pick<ProductCatalog, 'describe'>, byShop: Map<string, { shop: PixelShop; refs: ProductRef[] }>, deadline: number): Promise<Answers> {
+export async function describeAll(
+  products: Pick<ProductCatalog, 'describe'>,
+  byShop: Map<string, { shop: PixelShop; refs: ProductRef[] }>,
+  deadline: number,
+): Promise<Answers> {
   const answers = new Map<string, Described>();
   let apiCalls = 0;
   await Promise.all(
@@ -31,7 +35,11 @@ export async function describeAll(products: Pick<ProductCatalog, 'describe'>, by
 }
 
 /** A batch's events with Shopify's products; the dropped ones counted by why. */
-export function withProducts(shopId: string, events: readonly WireEvent[], answers: Answers): { events: StoreEvent[]; unknown: number; unavailable: number } {
+export function withProducts(
+  shopId: string,
+  events: readonly WireEvent[],
+  answers: Answers,
+): { events: StoreEvent[]; unknown: number; unavailable: number } {
   const out: StoreEvent[] = [];
   let unknown = 0;
   let unavailable = 0;

@@ -37,7 +37,8 @@ export interface Shopper {
   cart: CartSession | null;
 }
 
-const record = (v: unknown): Record<string, unknown> | null => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
+const record = (v: unknown): Record<string, unknown> | null =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 
 /** A stored pending abandonment as a session, read from the body we wrote. */
 export function sessionOf(p: PendingAbandonment): Session | null {
@@ -48,7 +49,13 @@ export function sessionOf(p: PendingAbandonment): Session | null {
     return null;
   }
   if (!attr) return null;
-  const base = { sourceId: p.sourceId, storedId: p.id, startedAt: typeof attr.started_at === 'string' ? attr.started_at : new Date(0).toISOString(), runAt: new Date(0), changed: false };
+  const base = {
+    sourceId: p.sourceId,
+    storedId: p.id,
+    startedAt: typeof attr.started_at === 'string' ? attr.started_at : new Date(0).toISOString(),
+    runAt: new Date(0),
+    changed: false,
+  };
   const list = (v: unknown) => (Array.isArray(v) ? v.filter((x) => record(x) !== null) : []);
   return p.eventName === 'browse_abandoned'
     ? { ...base, kind: 'browse', products: list(attr.products) as ProductItem[] }

@@ -12,7 +12,16 @@ import type { ParsedReceipt } from '../forward/forward-receipts';
 import { toRow } from '../../outbox/store-messages';
 import { digest } from './items';
 import {
-  addLine, addView, browseAttributes, cartAttributes, cartTotal, newBrowse, newCart, sessionOf, type Session, type Shopper,
+  addLine,
+  addView,
+  browseAttributes,
+  cartAttributes,
+  cartTotal,
+  newBrowse,
+  newCart,
+  sessionOf,
+  type Session,
+  type Shopper,
 } from './sessions';
 import { keyOf, STOREFRONT_ABANDONMENTS, type PendingAbandonment, type PixelPlan, type PixelShop, type PixelStore } from './store';
 import type { BatchTrust } from './trust';
@@ -66,8 +75,13 @@ export class ShopperEvents {
     let ctx = this.contexts.get(shop.id);
     if (!ctx) {
       ctx = {
-        shop, settings: parseStoredSettings(shop.settings?.data), status: shop.connection!.status === 'connected' ? 'queued' : 'held',
-        candidates: new Map(), shoppers: new Map(), touched: new Map(), stats: { pending: 0, vouched: 0, dropped: 0, limited: 0 },
+        shop,
+        settings: parseStoredSettings(shop.settings?.data),
+        status: shop.connection!.status === 'connected' ? 'queued' : 'held',
+        candidates: new Map(),
+        shoppers: new Map(),
+        touched: new Map(),
+        stats: { pending: 0, vouched: 0, dropped: 0, limited: 0 },
       };
       this.contexts.set(shop.id, ctx);
     }
@@ -102,13 +116,27 @@ export class ShopperEvents {
   }
 
   /** One event of an identified shopper (`counted`: of this batch, not a waiting one); returns how to count it. */
-  apply(ctx: ShopCtx, s: Shopper, email: string, clientId: string, e: StoreEvent, r: ParsedReceipt, outcome: ReceiptOutcome, counted: boolean): Count {
+  apply(
+    ctx: ShopCtx,
+    s: Shopper,
+    email: string,
+    clientId: string,
+    e: StoreEvent,
+    r: ParsedReceipt,
+    outcome: ReceiptOutcome,
+    counted: boolean,
+  ): Count {
     const on = (name: EventName) => ctx.settings.events[name];
     const occurredAt = e.at.toISOString();
     if (e.kind === 'view') {
       const p = e.product;
       const hour = Math.floor(e.at.getTime() / HOUR_MS);
-      const m = this.message(ctx, r, email, { eventName: 'viewed_product', sourceId: `pixel:viewed:${digest(email)}:${p.product_id}:${hour}`, occurredAt, attributes: { ...p } });
+      const m = this.message(ctx, r, email, {
+        eventName: 'viewed_product',
+        sourceId: `pixel:viewed:${digest(email)}:${p.product_id}:${hour}`,
+        occurredAt,
+        attributes: { ...p },
+      });
       // a shopper with a pending cart abandonment is not also reminded of what they browsed
       if (on('browse_abandoned') && !s.cart) {
         s.browse ??= newBrowse(`pixel:browse:${digest(clientId, e.id)}`, e.at);
@@ -123,7 +151,10 @@ export class ShopperEvents {
       addLine(s.cart, e.line, new Date(r.receivedAt.getTime() + this.deps.cartDelayMs));
       if (on('cart_abandoned')) ctx.touched.set(s.cart, { email, r, outcome });
       const m = this.message(ctx, r, email, {
-        eventName: 'added_to_cart', sourceId: `pixel:added:${digest(clientId, e.id)}`, occurredAt, attributes: { ...e.line, cart_total: cartTotal(s.cart) },
+        eventName: 'added_to_cart',
+        sourceId: `pixel:added:${digest(clientId, e.id)}`,
+        occurredAt,
+        attributes: { ...e.line, cart_total: cartTotal(s.cart) },
       });
       return this.propose(ctx, m, outcome, counted, false);
     }
@@ -144,7 +175,14 @@ export class ShopperEvents {
       if (!session.changed) continue;
       const eventName = session.kind === 'browse' ? 'browse_abandoned' : 'cart_abandoned';
       const attributes = session.kind === 'browse' ? browseAttributes(session) : cartAttributes(session);
-      const m = this.message(ctx, r, email, { eventName, sourceId: session.sourceId, occurredAt: session.runAt.toISOString(), attributes, runAt: session.runAt, upsert: true });
+      const m = this.message(ctx, r, email, {
+        eventName,
+        sourceId: session.sourceId,
+        occurredAt: session.runAt.toISOString(),
+        attributes,
+        runAt: session.runAt,
+        upsert: true,
+      });
       if (!m) continue;
       if (session.storedId !== null) {
         plan.updates.push({ id: session.storedId, body: JSON.stringify(m.body), runAt: m.runAt });
@@ -184,7 +222,14 @@ export class ShopperEvents {
   /** A message of the batch (null when its event is turned off). */
   private message(ctx: ShopCtx, r: ParsedReceipt, email: string, draft: Draft): NewMessage | null {
     const out = assemble(
-      { topic: PIXEL_TOPIC, payload: null, webhookId: r.webhookId, shopDomain: ctx.shop.domain, receivedAt: r.receivedAt, settings: ctx.settings },
+      {
+        topic: PIXEL_TOPIC,
+        payload: null,
+        webhookId: r.webhookId,
+        shopDomain: ctx.shop.domain,
+        receivedAt: r.receivedAt,
+        settings: ctx.settings,
+      },
       { email, noEmail: 'no email for the visitor', customerId: null, checkoutToken: null, contact: {} },
       [draft],
     );

@@ -80,8 +80,11 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
     const count = (what: Count, n = 1) => n !== 0 && counts.set(what, (counts.get(what) ?? 0) + n);
     const reads = items.map((r) => ({ r, b: readBatch(r.payload, r.receivedAt) }));
 
-    const shops = await store.shops([...new Set([...reads.filter((x) => x.b.ok).map((x) => x.r.shopDomain), ...named.map((v) => v.r.shopDomain)])]);
-    const takes = (shop: PixelShop | undefined): shop is PixelShop => Boolean(shop?.connection && !shop.uninstalledAt && shop.pixel && shop.pixel.state !== 'removed');
+    const shops = await store.shops([
+      ...new Set([...reads.filter((x) => x.b.ok).map((x) => x.r.shopDomain), ...named.map((v) => v.r.shopDomain)]),
+    ]);
+    const takes = (shop: PixelShop | undefined): shop is PixelShop =>
+      Boolean(shop?.connection && !shop.uninstalledAt && shop.pixel && shop.pixel.state !== 'removed');
     /** Why the batch's shop takes no storefront events now, or null when it does. */
     const refusal = (shop: PixelShop | undefined, b: ReadBatch): string | null => {
       if (!shop?.connection) return 'shop not connected';
@@ -95,8 +98,15 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
     });
     if (reads.length === 0 && vouches.length === 0) return NOTHING;
     const trust = new BatchTrust(
-      { keys: deps.keys, customers: deps.customers, vouchMs: deps.identityMs, eventsPerEmailDay: deps.eventsPerEmailDay, abandonmentsPerEmailDay: deps.abandonmentsPerEmailDay },
-      store, now,
+      {
+        keys: deps.keys,
+        customers: deps.customers,
+        vouchMs: deps.identityMs,
+        eventsPerEmailDay: deps.eventsPerEmailDay,
+        abandonmentsPerEmailDay: deps.abandonmentsPerEmailDay,
+      },
+      store,
+      now,
     );
     const byId = new Map([...shops.values()].map((s) => [s.id, s]));
 
@@ -165,11 +175,22 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
     const [stored, pending] = await Promise.all([store.waiting(claiming, now), store.pending(emails)]);
 
     // the unit in arrival order: batches and the emails webhooks name, by receipt id
-    const steps: Step[] = [...reads.map(({ r, b }) => ({ kind: 'batch' as const, r, b })), ...vouches.map((v) => ({ kind: 'vouch' as const, ...v }))];
+    const steps: Step[] = [
+      ...reads.map(({ r, b }) => ({ kind: 'batch' as const, r, b })),
+      ...vouches.map((v) => ({ kind: 'vouch' as const, ...v })),
+    ];
     steps.sort((a, b) => a.r.id - b.r.id);
 
     const outcomes: ReceiptOutcome[] = [];
-    const shopperEvents = new ShopperEvents({ store, plan, trust, pending, browseDelayMs: deps.browseDelayMs, cartDelayMs: deps.cartDelayMs, count });
+    const shopperEvents = new ShopperEvents({
+      store,
+      plan,
+      trust,
+      pending,
+      browseDelayMs: deps.browseDelayMs,
+      cartDelayMs: deps.cartDelayMs,
+      count,
+    });
     const contextOf = (shop: PixelShop) => shopperEvents.contextOf(shop);
     /** Anonymous events of this batch, by client, until they are identified or stored. */
     const waitingNew = new Map<string, Array<{ event: StoreEvent; r: ParsedReceipt }>>();
@@ -257,7 +278,12 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
         count('waiting', keep.length);
         count('ignored', events.length - keep.length);
         const why = claimed ? 'the email is not vouched for by Shopify yet (claim pending)' : 'visitor not identified yet';
-        Object.assign(outcome, keep.length ? { outcome: 'accepted', reason: `${why}: ${keep.length} event(s) wait for a vouched email` } : { reason: claimed ? `${why}: nothing to keep` : 'nothing to keep from an anonymous visitor' });
+        Object.assign(
+          outcome,
+          keep.length
+            ? { outcome: 'accepted', reason: `${why}: ${keep.length} event(s) wait for a vouched email` }
+            : { reason: claimed ? `${why}: nothing to keep` : 'nothing to keep from an anonymous visitor' },
+        );
         continue;
       }
       const shopper = shopperEvents.shopperOf(ctx, email);
@@ -303,7 +329,14 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       if (waiting.length === 0) return;
       const outcome: ReceiptOutcome = { id: r?.id ?? 0, outcome: 'accepted', reason: null, messageCount: 0, customerId: null };
       for (const clientId of waiting) {
-        const receipt = r ?? { id: 0, webhookId: `pixel-claim:${clientId}`, shopDomain: ctx.shop.domain, topic: PIXEL_TOPIC, receivedAt: now, payload: null };
+        const receipt = r ?? {
+          id: 0,
+          webhookId: `pixel-claim:${clientId}`,
+          shopDomain: ctx.shop.domain,
+          topic: PIXEL_TOPIC,
+          receivedAt: now,
+          payload: null,
+        };
         identify(ctx, clientId, email, receipt, outcome);
       }
     }
@@ -318,7 +351,13 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       stored.delete(ck);
       const replay = [...rows.map(eventOf).filter((e): e is StoreEvent => e !== null), ...(waitingNew.get(ck) ?? []).map((w) => w.event)];
       waitingNew.delete(ck);
-      visitorWrites.set(ck, { shopId, clientId, email, identifiedAt: prior?.email === email ? prior.identifiedAt : now, expiresAt: new Date(now.getTime() + deps.identityMs) });
+      visitorWrites.set(ck, {
+        shopId,
+        clientId,
+        email,
+        identifiedAt: prior?.email === email ? prior.identifiedAt : now,
+        expiresAt: new Date(now.getTime() + deps.identityMs),
+      });
       claims.settle(shopId, clientId);
       ctx.stats.vouched += 1;
       claimCounts.vouched += 1;

@@ -84,7 +84,15 @@ export interface PixelPlan {
   /** Emails a lookup found no customer for (a vouched row stays vouched). */
   unknown: Array<{ shopId: string; emailKey: string; checkedAt: Date; expiresAt: Date }>;
   /** The day's counts of emails that got events (rows created for an identity when missing). */
-  quotas: Array<{ shopId: string; emailKey: string; quotaDay: number; events: number; abandonments: number; checkedAt: Date; expiresAt: Date }>;
+  quotas: Array<{
+    shopId: string;
+    emailKey: string;
+    quotaDay: number;
+    events: number;
+    abandonments: number;
+    checkedAt: Date;
+    expiresAt: Date;
+  }>;
   /** Claims left pending (one per client: it replaces the client's earlier claim). */
   claims: Array<{ shopId: string; clientId: string; emailKey: string; claimedAt: Date; expiresAt: Date }>;
   /** Clients whose claim is settled (identified, or consent withdrawn). */
@@ -94,7 +102,19 @@ export interface PixelPlan {
 }
 
 export const emptyPixelPlan = (): PixelPlan => ({
-  forget: [], stitched: [], visitors: [], waiting: [], inserts: [], updates: [], cancels: [], vouches: [], unknown: [], quotas: [], claims: [], claimsDone: [], stats: [],
+  forget: [],
+  stitched: [],
+  visitors: [],
+  waiting: [],
+  inserts: [],
+  updates: [],
+  cancels: [],
+  vouches: [],
+  unknown: [],
+  quotas: [],
+  claims: [],
+  claimsDone: [],
+  stats: [],
 });
 
 /** Keys of per-shop state: shop id and the object's id. */
@@ -110,7 +130,16 @@ export class PixelStore {
   async shops(domains: string[]): Promise<Map<string, PixelShop>> {
     if (domains.length === 0) return new Map();
     const rows = await this.db.$queryRaw<
-      Array<{ id: string; domain: string; uninstalledAt: unknown; status: string | null; data: string | null; key: string | null; state: string | null; scope: string | null }>
+      Array<{
+        id: string;
+        domain: string;
+        uninstalledAt: unknown;
+        status: string | null;
+        data: string | null;
+        key: string | null;
+        state: string | null;
+        scope: string | null;
+      }>
     >(Prisma.sql`
       SELECT "s"."id", "s"."domain", "s"."uninstalledAt", "c"."status", "t"."data", "p"."key", "p"."state", "o"."scope"
       FROM "Shop" AS "s"
@@ -123,7 +152,9 @@ export class PixelStore {
       rows.map((r) => [
         r.domain,
         {
-          id: r.id, domain: r.domain, uninstalledAt: rawDate(r.uninstalledAt),
+          id: r.id,
+          domain: r.domain,
+          uninstalledAt: rawDate(r.uninstalledAt),
           connection: r.status === null ? null : { status: r.status },
           settings: r.data === null ? null : { data: r.data },
           pixel: r.key === null ? null : { key: r.key, state: r.state! },
@@ -137,10 +168,13 @@ export class PixelStore {
   async visitors(clients: Map<string, Set<string>>): Promise<Map<string, Visitor>> {
     const out = new Map<string, Visitor>();
     if (!hasShopKeys(clients)) return out;
-    const rows = await this.db.$queryRaw<Array<{ shopId: string; clientId: string; email: string; identifiedAt: unknown; expiresAt: unknown }>>(
+    const rows = await this.db.$queryRaw<
+      Array<{ shopId: string; clientId: string; email: string; identifiedAt: unknown; expiresAt: unknown }>
+    >(
       Prisma.sql`SELECT "shopId", "clientId", "email", "identifiedAt", "expiresAt" FROM "PixelVisitor" WHERE ${whereKeys(clients, 'clientId')}`,
     );
-    for (const r of rows) out.set(keyOf(r.shopId, r.clientId), { email: r.email, identifiedAt: rawDate(r.identifiedAt)!, expiresAt: rawDate(r.expiresAt)! });
+    for (const r of rows)
+      out.set(keyOf(r.shopId, r.clientId), { email: r.email, identifiedAt: rawDate(r.identifiedAt)!, expiresAt: rawDate(r.expiresAt)! });
     return out;
   }
 
@@ -148,7 +182,9 @@ export class PixelStore {
   async waiting(clients: Map<string, Set<string>>, now: Date): Promise<Map<string, WaitingRow[]>> {
     const out = new Map<string, WaitingRow[]>();
     if (!hasShopKeys(clients)) return out;
-    const rows = await this.db.$queryRaw<Array<{ shopId: string; clientId: string; name: string; eventId: string; occurredAt: unknown; data: string }>>(Prisma.sql`
+    const rows = await this.db.$queryRaw<
+      Array<{ shopId: string; clientId: string; name: string; eventId: string; occurredAt: unknown; data: string }>
+    >(Prisma.sql`
       SELECT "shopId", "clientId", "name", "eventId", "occurredAt", "data" FROM "PixelEvent"
       WHERE "expiresAt" > ${this.sql.ts(now)} AND (${whereKeys(clients, 'clientId')}) ORDER BY "id"`);
     for (const { shopId, clientId, occurredAt, ...row } of rows) {
@@ -166,7 +202,17 @@ export class PixelStore {
     if (!hasShopKeys(emails)) return out;
     // served by the (shopId, email, eventName) index; the status is checked here, because
     // naming it in the query lets SQLite choose a status index and walk the shop's queue
-    const rows = await this.db.$queryRaw<Array<{ id: number | bigint; shopId: string; sourceId: string; eventName: StorefrontAbandonment; email: string; body: string; status: string }>>(Prisma.sql`
+    const rows = await this.db.$queryRaw<
+      Array<{
+        id: number | bigint;
+        shopId: string;
+        sourceId: string;
+        eventName: StorefrontAbandonment;
+        email: string;
+        body: string;
+        status: string;
+      }>
+    >(Prisma.sql`
       SELECT "id", "shopId", "sourceId", "eventName", "email", "body", "status" FROM "OutboxMessage"
       WHERE "eventName" IN (${Prisma.join([...STOREFRONT_ABANDONMENTS])}) AND (${whereKeys(emails, 'email')}) ORDER BY "id"`);
     for (const { status, id, shopId, ...r } of rows) {
@@ -183,10 +229,26 @@ export class PixelStore {
   async shoppers(keys: Map<string, Set<string>>): Promise<Map<string, ShopperRow>> {
     const out = new Map<string, ShopperRow>();
     if (!hasShopKeys(keys)) return out;
-    const rows = await this.db.$queryRaw<Array<{ shopId: string; emailKey: string; state: string; expiresAt: unknown; quotaDay: number | bigint; events: number | bigint; abandonments: number | bigint }>>(Prisma.sql`
+    const rows = await this.db.$queryRaw<
+      Array<{
+        shopId: string;
+        emailKey: string;
+        state: string;
+        expiresAt: unknown;
+        quotaDay: number | bigint;
+        events: number | bigint;
+        abandonments: number | bigint;
+      }>
+    >(Prisma.sql`
       SELECT "shopId", "emailKey", "state", "expiresAt", "quotaDay", "events", "abandonments" FROM "PixelShopper" WHERE ${whereKeys(keys, 'emailKey')}`);
     for (const r of rows) {
-      out.set(keyOf(r.shopId, r.emailKey), { state: r.state, expiresAt: rawDate(r.expiresAt)!, quotaDay: Number(r.quotaDay), events: Number(r.events), abandonments: Number(r.abandonments) });
+      out.set(keyOf(r.shopId, r.emailKey), {
+        state: r.state,
+        expiresAt: rawDate(r.expiresAt)!,
+        quotaDay: Number(r.quotaDay),
+        events: Number(r.events),
+        abandonments: Number(r.abandonments),
+      });
     }
     return out;
   }
@@ -224,9 +286,16 @@ export class PixelStore {
     await insertRows(tx, provider, 'PixelEvent', plan.waiting);
     await insertRows(tx, provider, 'PixelClaim', plan.claims);
     await this.writeShoppers(tx, plan);
-    await upsertRows(tx, provider, 'PixelStat', sumStats(plan.stats), (s) => keyOf(s.shopId, String(s.hour)), Prisma.sql`${Prisma.raw(
-      ` ON CONFLICT ("shopId", "hour") DO UPDATE SET ${STAT_COUNTS.map((c) => `"${c}" = "PixelStat"."${c}" + excluded."${c}"`).join(', ')}`,
-    )}`);
+    await upsertRows(
+      tx,
+      provider,
+      'PixelStat',
+      sumStats(plan.stats),
+      (s) => keyOf(s.shopId, String(s.hour)),
+      Prisma.sql`${Prisma.raw(
+        ` ON CONFLICT ("shopId", "hour") DO UPDATE SET ${STAT_COUNTS.map((c) => `"${c}" = "PixelStat"."${c}" + excluded."${c}"`).join(', ')}`,
+      )}`,
+    );
     const stamped = (row: object) => setColumns(provider, { ...row, updatedAt: now });
     const pending = Prisma.join(PENDING);
     const reasons = new Map<string, number[]>();
@@ -250,13 +319,34 @@ export class PixelStore {
     const { provider } = this.sql;
     const key = (r: { shopId: string; emailKey: string }) => keyOf(r.shopId, r.emailKey);
     const head = Prisma.raw(' ON CONFLICT ("shopId", "emailKey") DO UPDATE SET ');
-    const trust = Prisma.raw('"state" = excluded."state", "source" = excluded."source", "checkedAt" = excluded."checkedAt", "expiresAt" = excluded."expiresAt"');
-    await upsertRows(tx, provider, 'PixelShopper', plan.vouches.map((v) => ({ ...v, state: 'vouched' })), key, Prisma.sql`${head}${trust}`);
-    await upsertRows(tx, provider, 'PixelShopper', plan.unknown.map((u) => ({ ...u, state: 'unknown', source: 'admin_api' })), key,
-      Prisma.sql`${head}${trust} WHERE "PixelShopper"."state" <> 'vouched' OR "PixelShopper"."expiresAt" <= excluded."checkedAt"`);
+    const trust = Prisma.raw(
+      '"state" = excluded."state", "source" = excluded."source", "checkedAt" = excluded."checkedAt", "expiresAt" = excluded."expiresAt"',
+    );
+    await upsertRows(
+      tx,
+      provider,
+      'PixelShopper',
+      plan.vouches.map((v) => ({ ...v, state: 'vouched' })),
+      key,
+      Prisma.sql`${head}${trust}`,
+    );
+    await upsertRows(
+      tx,
+      provider,
+      'PixelShopper',
+      plan.unknown.map((u) => ({ ...u, state: 'unknown', source: 'admin_api' })),
+      key,
+      Prisma.sql`${head}${trust} WHERE "PixelShopper"."state" <> 'vouched' OR "PixelShopper"."expiresAt" <= excluded."checkedAt"`,
+    );
     // an identified visitor's email was vouched when it identified: a row that expired since comes back as such
-    await upsertRows(tx, provider, 'PixelShopper', plan.quotas.map((q) => ({ ...q, state: 'vouched', source: 'identity' })), key,
-      Prisma.sql`${head}${Prisma.raw('"quotaDay" = excluded."quotaDay", "events" = excluded."events", "abandonments" = excluded."abandonments"')}`);
+    await upsertRows(
+      tx,
+      provider,
+      'PixelShopper',
+      plan.quotas.map((q) => ({ ...q, state: 'vouched', source: 'identity' })),
+      key,
+      Prisma.sql`${head}${Prisma.raw('"quotaDay" = excluded."quotaDay", "events" = excluded."events", "abandonments" = excluded."abandonments"')}`,
+    );
   }
 }
 
@@ -278,14 +368,25 @@ function sumStats(rows: PixelPlan['stats']): PixelPlan['stats'] {
  * Multi-row INSERTs with a conflict clause, in the caller's transaction; a row whose `key` repeats
  * counts once (the last), since one statement may not change a row twice. Dates as insertRows writes them.
  */
-async function upsertRows<T extends object>(tx: Tx, provider: 'sqlite' | 'postgres', table: string, rows: readonly T[], key: (r: T) => string, conflict: Prisma.Sql): Promise<void> {
+async function upsertRows<T extends object>(
+  tx: Tx,
+  provider: 'sqlite' | 'postgres',
+  table: string,
+  rows: readonly T[],
+  key: (r: T) => string,
+  conflict: Prisma.Sql,
+): Promise<void> {
   const unique = [...new Map(rows.map((r) => [key(r), r])).values()];
   if (unique.length === 0) return;
   const columns = Object.keys(unique[0]!);
   const value = dialectOf(provider).value;
   for (let from = 0; from < unique.length; from += 500) {
-    const values = unique.slice(from, from + 500).map((r) => Prisma.sql`(${Prisma.join(columns.map((c) => value((r as Record<string, unknown>)[c])))})`);
-    await tx.$executeRaw(Prisma.sql`${Prisma.raw(`INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) VALUES `)}${Prisma.join(values)}${conflict}`);
+    const values = unique
+      .slice(from, from + 500)
+      .map((r) => Prisma.sql`(${Prisma.join(columns.map((c) => value((r as Record<string, unknown>)[c])))})`);
+    await tx.$executeRaw(
+      Prisma.sql`${Prisma.raw(`INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) VALUES `)}${Prisma.join(values)}${conflict}`,
+    );
   }
 }
 

@@ -57,20 +57,34 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
       return { count, more: edge !== null };
     });
   const events = {
-    edge: (at: Date, skip: number) => deps.db.pixelEvent.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
+    edge: (at: Date, skip: number) =>
+      deps.db.pixelEvent.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
     deleteUpTo: (at: Date) => deps.db.pixelEvent.deleteMany({ where: { expiresAt: { lte: at } } }),
   };
   const visitors = {
-    edge: (at: Date, skip: number) => deps.db.pixelVisitor.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
+    edge: (at: Date, skip: number) =>
+      deps.db.pixelVisitor.findFirst({
+        where: { expiresAt: { lte: at } },
+        orderBy: { expiresAt: 'asc' },
+        skip,
+        select: { expiresAt: true },
+      }),
     deleteUpTo: (at: Date) => deps.db.pixelVisitor.deleteMany({ where: { expiresAt: { lte: at } } }),
   };
   const shoppers = {
-    edge: (at: Date, skip: number) => deps.db.pixelShopper.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
+    edge: (at: Date, skip: number) =>
+      deps.db.pixelShopper.findFirst({
+        where: { expiresAt: { lte: at } },
+        orderBy: { expiresAt: 'asc' },
+        skip,
+        select: { expiresAt: true },
+      }),
     deleteUpTo: (at: Date) => deps.db.pixelShopper.deleteMany({ where: { expiresAt: { lte: at } } }),
   };
   /** Claims never vouched for: counted per shop (in the hour of the sweep), then deleted, a chunk at a time. */
   const claims = {
-    edge: (at: Date, skip: number) => deps.db.pixelClaim.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
+    edge: (at: Date, skip: number) =>
+      deps.db.pixelClaim.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
     deleteUpTo: (at: Date) =>
       deps.db.$transaction(async (tx) => {
         const byShop = await tx.pixelClaim.groupBy({ by: ['shopId'], where: { expiresAt: { lte: at } }, _count: { _all: true } });
@@ -87,13 +101,16 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
   async function sweep(): Promise<SweepResult> {
     const at = deps.now();
     const expired = {
-      events: await deleteExpired(events, at), visitors: await deleteExpired(visitors, at),
-      claims: await deleteExpired(claims, at), shoppers: await deleteExpired(shoppers, at),
+      events: await deleteExpired(events, at),
+      visitors: await deleteExpired(visitors, at),
+      claims: await deleteExpired(claims, at),
+      shoppers: await deleteExpired(shoppers, at),
     };
     await deps.db.pixelStat.deleteMany({ where: { hour: { lt: Math.floor(at.getTime() / HOUR_MS) - STATS_KEPT_HOURS } } });
     if (expired.events) deps.metrics.pixelEvents.inc({ outcome: 'expired' }, expired.events);
     if (expired.claims) deps.metrics.pixelClaims.inc({ outcome: 'expired' }, expired.claims);
-    if (expired.events || expired.visitors || expired.claims) deps.logger.info(expired, 'storefront: expired anonymous events, identities and unvouched claims deleted');
+    if (expired.events || expired.visitors || expired.claims)
+      deps.logger.info(expired, 'storefront: expired anonymous events, identities and unvouched claims deleted');
     return expired;
   }
   const sweeper: PixelSweeper = {
@@ -104,9 +121,16 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
     },
     start() {
       if (timer) return;
-      timer = setInterval(() => {
-        sweeper.sweep().catch((err: unknown) => deps.logger.warn({ err: (err as Error).message }, 'storefront expiry sweep failed; retried at the next tick'));
-      }, deps.everyMs ?? 5 * 60_000);
+      timer = setInterval(
+        () => {
+          sweeper
+            .sweep()
+            .catch((err: unknown) =>
+              deps.logger.warn({ err: (err as Error).message }, 'storefront expiry sweep failed; retried at the next tick'),
+            );
+        },
+        deps.everyMs ?? 5 * 60_000,
+      );
       timer.unref();
     },
     stop() {

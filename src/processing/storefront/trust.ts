@@ -95,7 +95,13 @@ export class BatchTrust {
     const rk = this.rowKey(shopId, email);
     this.vouchedNow.add(rk);
     this.unknownNow.delete(rk);
-    plan.vouches.push({ shopId, emailKey: this.key(shopId, email), source, checkedAt: this.now, expiresAt: new Date(this.now.getTime() + this.opts.vouchMs) });
+    plan.vouches.push({
+      shopId,
+      emailKey: this.key(shopId, email),
+      source,
+      checkedAt: this.now,
+      expiresAt: new Date(this.now.getTime() + this.opts.vouchMs),
+    });
   }
 
   /**
@@ -103,7 +109,12 @@ export class BatchTrust {
    * (Date.now epoch ms). Found emails are vouched; the ones it answered for are cached as unknown;
    * returns the found ones by shop id.
    */
-  async lookup(plan: PixelPlan, shops: Map<string, PixelShop>, emails: Map<string, Set<string>>, deadline: number): Promise<Map<string, string[]>> {
+  async lookup(
+    plan: PixelPlan,
+    shops: Map<string, PixelShop>,
+    emails: Map<string, Set<string>>,
+    deadline: number,
+  ): Promise<Map<string, string[]>> {
     const found = new Map<string, string[]>();
     await Promise.all(
       [...emails].map(async ([shopId, list]) => {
@@ -114,7 +125,12 @@ export class BatchTrust {
         for (const email of res.found) this.vouch(plan, shopId, email, 'admin_api');
         for (const email of res.notFound) {
           this.unknownNow.add(this.rowKey(shopId, email));
-          plan.unknown.push({ shopId, emailKey: this.key(shopId, email), checkedAt: this.now, expiresAt: new Date(this.now.getTime() + UNKNOWN_TTL_MS) });
+          plan.unknown.push({
+            shopId,
+            emailKey: this.key(shopId, email),
+            checkedAt: this.now,
+            expiresAt: new Date(this.now.getTime() + UNKNOWN_TTL_MS),
+          });
         }
         if (res.found.size) found.set(shopId, [...res.found]);
       }),

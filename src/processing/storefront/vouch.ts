@@ -21,7 +21,8 @@ export function vouchedEmails(topic: string, payload: unknown): string[] {
   const p = obj(payload);
   if (!source || !p) return [];
   const customer = obj(p.customer);
-  const raw = source === 'customer' ? [p.email] : source === 'order' ? [p.email, p.contact_email, customer?.email] : [p.email, customer?.email];
+  const raw =
+    source === 'customer' ? [p.email] : source === 'order' ? [p.email, p.contact_email, customer?.email] : [p.email, customer?.email];
   const out = new Set<string>();
   for (const v of raw) {
     const s = str(v);

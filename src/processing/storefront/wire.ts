@@ -13,7 +13,13 @@ import type { CartItem, ProductItem } from './items';
 export const MAX_EVENTS_PER_BATCH = 50;
 
 export const PIXEL_EVENT_NAMES = [
-  'page_viewed', 'product_viewed', 'product_added_to_cart', 'cart_viewed', 'checkout_started', 'checkout_contact_info_submitted', 'search_submitted',
+  'page_viewed',
+  'product_viewed',
+  'product_added_to_cart',
+  'cart_viewed',
+  'checkout_started',
+  'checkout_contact_info_submitted',
+  'search_submitted',
 ] as const;
 
 /** Event times further from the arrival than this are not believed: the arrival time stands in. */
@@ -23,8 +29,20 @@ const MAX_AGE_MS = 2 * 86_400_000;
 // Identifiers go to indexed columns and source ids: printable ASCII, bounded.
 const token = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`));
 const text = (max: number) => z.string().max(max);
-const money = z.object({ amount: z.number().min(0).max(1e12).optional(), currencyCode: z.string().regex(/^[A-Za-z]{3}$/).optional() });
-const product = z.object({ id: token(64), title: text(512).optional(), url: text(2048).optional(), vendor: text(512).optional(), type: text(512).optional() });
+const money = z.object({
+  amount: z.number().min(0).max(1e12).optional(),
+  currencyCode: z
+    .string()
+    .regex(/^[A-Za-z]{3}$/)
+    .optional(),
+});
+const product = z.object({
+  id: token(64),
+  title: text(512).optional(),
+  url: text(2048).optional(),
+  vendor: text(512).optional(),
+  type: text(512).optional(),
+});
 const variantFields = {
   id: token(64).optional(),
   title: text(512).optional(),
@@ -37,7 +55,16 @@ const checkout = z.object({
   token: text(255).optional(),
   currencyCode: text(8).optional(),
   totalPrice: money.optional(),
-  lineItems: z.array(z.object({ title: text(512).optional(), quantity: z.number().int().min(0).max(1e6).optional(), variant: z.object({ ...variantFields, product: product.partial().optional() }).optional() })).max(250).optional(),
+  lineItems: z
+    .array(
+      z.object({
+        title: text(512).optional(),
+        quantity: z.number().int().min(0).max(1e6).optional(),
+        variant: z.object({ ...variantFields, product: product.partial().optional() }).optional(),
+      }),
+    )
+    .max(250)
+    .optional(),
 });
 
 /** One schema per event name: the trimmed shapes of the wire format. Unknown keys are dropped. */
@@ -45,9 +72,21 @@ const DATA = {
   page_viewed: z.object({}),
   product_viewed: z.object({ productVariant }),
   product_added_to_cart: z.object({
-    cartLine: z.object({ quantity: z.number().int().min(1).max(1e6), cost: z.object({ totalAmount: money.optional() }).optional(), merchandise: productVariant }),
+    cartLine: z.object({
+      quantity: z.number().int().min(1).max(1e6),
+      cost: z.object({ totalAmount: money.optional() }).optional(),
+      merchandise: productVariant,
+    }),
   }),
-  cart_viewed: z.object({ cart: z.object({ id: text(255).optional(), totalQuantity: z.number().int().min(0).max(1e6).optional(), cost: z.object({ totalAmount: money.optional() }).optional() }).optional() }),
+  cart_viewed: z.object({
+    cart: z
+      .object({
+        id: text(255).optional(),
+        totalQuantity: z.number().int().min(0).max(1e6).optional(),
+        cost: z.object({ totalAmount: money.optional() }).optional(),
+      })
+      .optional(),
+  }),
   checkout_started: z.object({ checkout: checkout.optional() }),
   checkout_contact_info_submitted: z.object({ checkout: checkout.optional() }),
   search_submitted: z.object({ searchResult: z.object({ query: text(512).optional() }).optional() }),
@@ -62,7 +101,13 @@ const envelope = z.object({
   events: z.array(z.unknown()).max(MAX_EVENTS_PER_BATCH),
 });
 
-const head = z.object({ id: token(128), name: z.enum(PIXEL_EVENT_NAMES), timestamp: z.string().max(64), url: text(4096).optional(), data: z.unknown() });
+const head = z.object({
+  id: token(128),
+  name: z.enum(PIXEL_EVENT_NAMES),
+  timestamp: z.string().max(64),
+  url: text(4096).optional(),
+  data: z.unknown(),
+});
 
 interface Base {
   /** The pixel's event id (Shopify's). */
@@ -131,11 +176,15 @@ function readEvent(raw: unknown, receivedAt: Date): WireEvent | null {
 
 /** Reads a parsed batch; `receivedAt` bounds the event times the client claims. */
 export function readBatch(payload: unknown, receivedAt: Date): ReadBatch {
-  const events = Array.isArray((payload as { events?: unknown } | null)?.events) ? ((payload as { events: unknown[] }).events.length) : 0;
+  const events = Array.isArray((payload as { events?: unknown } | null)?.events) ? (payload as { events: unknown[] }).events.length : 0;
   const env = envelope.safeParse(payload);
   if (!env.success) {
     const issue = env.error.issues[0];
-    return { ok: false, reason: `not a pixel batch: ${issue ? `${issue.path.join('.') || 'body'}: ${issue.message}` : 'invalid'}`.slice(0, 200), events };
+    return {
+      ok: false,
+      reason: `not a pixel batch: ${issue ? `${issue.path.join('.') || 'body'}: ${issue.message}` : 'invalid'}`.slice(0, 200),
+      events,
+    };
   }
   const b = env.data;
   const given = b.customer ? normalizeEmail(b.customer.email) : null;

@@ -35,7 +35,11 @@ describe(`importing 5,000 customers and 5,000 orders (${testProvider})`, () => {
     expect(res.status).toBe(202);
 
     // live orders/create webhooks while the import is being delivered
-    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'customer_imported' }).length > 200, 30_000, 'import delivering');
+    await s.until(
+      () => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'customer_imported' }).length > 200,
+      30_000,
+      'import delivering',
+    );
     const sentAt = new Map<string, number>();
     let i = 0;
     let midway: any;
@@ -57,26 +61,42 @@ describe(`importing 5,000 customers and 5,000 orders (${testProvider})`, () => {
 
     expect(midway).toMatchObject({ total: CUSTOMERS + ORDERS });
     expect(midway.eta_s).toBeGreaterThan(0);
-    expect(done).toMatchObject({ state: 'completed', processed: 10_000, total: 10_000, queued: 10_000, delivered: 10_000, skipped: 0, eta_s: 0 });
+    expect(done).toMatchObject({
+      state: 'completed',
+      processed: 10_000,
+      total: 10_000,
+      queued: 10_000,
+      delivered: 10_000,
+      skipped: 0,
+      eta_s: 0,
+    });
 
     const counts = receivedCounts(s, ws.workspaceId, ['customer_imported', 'order_imported']);
     const ids = expectedIds();
     expect(ids.filter((id) => counts.get(id) !== 1)).toEqual([]);
     expect(counts.size).toBe(ids.length);
 
-    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_placed' }).length >= sentAt.size, 10_000, 'live orders delivered');
+    await s.until(
+      () => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_placed' }).length >= sentAt.size,
+      10_000,
+      'live orders delivered',
+    );
     const latencies = s.emulator
       .events({ workspaceId: ws.workspaceId, eventName: 'order_placed' })
       .map((e) => e.receivedAt - sentAt.get(String(e.event_attribute.source_id))!);
     const p95 = percentile(latencies, 0.95);
-    process.stdout.write(`\n  import of ${ids.length} rows: ${importSeconds.toFixed(1)} s; live orders: n=${latencies.length} p50=${percentile(latencies, 0.5)} ms p95=${p95} ms max=${Math.max(...latencies)} ms\n`);
+    process.stdout.write(
+      `\n  import of ${ids.length} rows: ${importSeconds.toFixed(1)} s; live orders: n=${latencies.length} p50=${percentile(latencies, 0.5)} ms p95=${p95} ms max=${Math.max(...latencies)} ms\n`,
+    );
     // where the time went, for a run that misses: stored (stage 1), mapped (stage 2), delivered
     const receipts = await s.app.db.webhookReceipt.findMany({ where: { webhookId: { startsWith: 'live-' } } });
     const messages = await s.app.db.outboxMessage.findMany({ where: { shopId: ws.shopId, eventName: 'order_placed' } });
     const spread = (a: number[]) => `p50=${percentile(a, 0.5)} p95=${percentile(a, 0.95)}`;
-    process.stdout.write(`  stored ${spread(receipts.map((r) => r.receivedAt.getTime() - sentAt.get(r.webhookId)!))} ms; `
-      + `mapped ${spread(receipts.map((r) => (r.processedAt?.getTime() ?? Date.now()) - r.receivedAt.getTime()))} ms; `
-      + `delivered ${spread(messages.map((m) => (m.deliveredAt?.getTime() ?? Date.now()) - m.createdAt.getTime()))} ms\n`);
+    process.stdout.write(
+      `  stored ${spread(receipts.map((r) => r.receivedAt.getTime() - sentAt.get(r.webhookId)!))} ms; ` +
+        `mapped ${spread(receipts.map((r) => (r.processedAt?.getTime() ?? Date.now()) - r.receivedAt.getTime()))} ms; ` +
+        `delivered ${spread(messages.map((m) => (m.deliveredAt?.getTime() ?? Date.now()) - m.createdAt.getTime()))} ms\n`,
+    );
     expect(latencies.length).toBeGreaterThan(50);
     expect(p95).toBeLessThan(2_000);
   });

@@ -24,7 +24,15 @@ describe(`historical import (${testProvider})`, () => {
 
   /** Every scenario states its data; the rest is reset to defaults. */
   const data = (patch: Parameters<BackfillStack['bulk']['configure']>[0]) =>
-    s.bulk.configure({ customers: 0, orders: 0, phoneOnlyEvery: 0, orderSpanDays: 300, completeAfterMs: 100, webhookUrl: undefined, ...patch });
+    s.bulk.configure({
+      customers: 0,
+      orders: 0,
+      phoneOnlyEvery: 0,
+      orderSpanDays: 300,
+      completeAfterMs: 100,
+      webhookUrl: undefined,
+      ...patch,
+    });
 
   let shops = 0;
   async function shop(rateLimit = 500) {
@@ -55,19 +63,41 @@ describe(`historical import (${testProvider})`, () => {
     const id = await x.start({ kinds: ['customers', 'orders'] });
     const done = await x.status((b) => b.state === 'completed' && b.delivered === b.queued);
     expect(done).toEqual({
-      backfill_id: id, state: 'completed', kinds: ['customers', 'orders'], since: expect.any(String), processed: 70, total: 70, queued: 67, delivered: 67, skipped: 3,
-      eta_s: 0, started_at: expect.any(String), finished_at: expect.any(String), error: null,
+      backfill_id: id,
+      state: 'completed',
+      kinds: ['customers', 'orders'],
+      since: expect.any(String),
+      processed: 70,
+      total: 70,
+      queued: 67,
+      delivered: 67,
+      skipped: 3,
+      eta_s: 0,
+      started_at: expect.any(String),
+      finished_at: expect.any(String),
+      error: null,
     });
     expect(x.received().size).toBe(67);
     expect([...x.received().values()].every((n) => n === 1)).toBe(true);
-    const [order] = s.emulator.events({ workspaceId: x.workspaceId, eventName: 'order_imported' }).filter((e) => e.event_attribute.order_id === orderId(4));
-    expect(order!.event_attribute).toMatchObject({ historical: true, source_id: `import:order:${orderId(4)}`, order_name: '#1004', item_count: expect.any(Number) });
+    const [order] = s.emulator
+      .events({ workspaceId: x.workspaceId, eventName: 'order_imported' })
+      .filter((e) => e.event_attribute.order_id === orderId(4));
+    expect(order!.event_attribute).toMatchObject({
+      historical: true,
+      source_id: `import:order:${orderId(4)}`,
+      order_name: '#1004',
+      item_count: expect.any(Number),
+    });
     const rows = await s.app.db.outboxMessage.findMany({ where: { backfillId: id } });
     expect(rows.every((r) => r.deliveryClass === 3)).toBe(true);
 
     const again = await x.start({});
     expect(again).not.toBe(id);
-    expect(await x.status((b) => b.backfill_id === again && b.state === 'completed')).toMatchObject({ processed: 70, queued: 0, delivered: 0 });
+    expect(await x.status((b) => b.backfill_id === again && b.state === 'completed')).toMatchObject({
+      processed: 70,
+      queued: 0,
+      delivered: 0,
+    });
     await sleep(200);
     expect(x.received().size).toBe(67);
     expect([...x.received().values()].every((n) => n === 1)).toBe(true);
@@ -99,7 +129,11 @@ describe(`historical import (${testProvider})`, () => {
     const second = await x.api('POST', {});
     expect(second.status).toBe(409);
     expect(second.body.error).toMatchObject({ code: 'backfill_running', backfill_id: id });
-    expect(await x.status((b) => b.state === 'running' && b.total !== null)).toMatchObject({ kinds: ['orders'], since: '2026-01-01T00:00:00.000Z', total: 5 });
+    expect(await x.status((b) => b.state === 'running' && b.total !== null)).toMatchObject({
+      kinds: ['orders'],
+      since: '2026-01-01T00:00:00.000Z',
+      total: 5,
+    });
     await s.until(() => s.bulk.operations().some((o) => o.shop === x.domain), 5_000, 'bulk operation started');
     const cancelled = await x.api('DELETE');
     expect(cancelled.status).toBe(200);
@@ -126,7 +160,12 @@ describe(`historical import (${testProvider})`, () => {
   it('uses the configured event names and does not import an order already sent live', async () => {
     data({ customers: 3, orders: 3 });
     const x = await shop();
-    const settings = await s.api('PUT', '/api/settings', { import_event_names: { customer_imported: 'old_customer', order_imported: 'old_order' } }, x.domain);
+    const settings = await s.api(
+      'PUT',
+      '/api/settings',
+      { import_event_names: { customer_imported: 'old_customer', order_imported: 'old_order' } },
+      x.domain,
+    );
     expect(settings.status).toBe(200);
     // order 2 arrived live, as order_placed, before the import
     const live = { ...sampleOrder(2), created_at: graphqlOrder(2).order.createdAt };
@@ -134,11 +173,18 @@ describe(`historical import (${testProvider})`, () => {
     await x.start();
     const done = await x.status((b) => b.state === 'completed' && b.delivered === b.queued);
     expect(done).toMatchObject({ processed: 6, queued: 5, skipped: 1 });
-    const names = s.emulator.events({ workspaceId: x.workspaceId }).map((e) => `${e.event_name}:${e.event_attribute.order_id ?? e.event_attribute.customer_id}`).sort();
-    expect(names).toEqual([
-      ...[1, 2, 3].map((n) => `old_customer:${customerId(n)}`),
-      `old_order:${orderId(1)}`, `old_order:${orderId(3)}`, `order_placed:${orderId(2)}`,
-    ].sort());
+    const names = s.emulator
+      .events({ workspaceId: x.workspaceId })
+      .map((e) => `${e.event_name}:${e.event_attribute.order_id ?? e.event_attribute.customer_id}`)
+      .sort();
+    expect(names).toEqual(
+      [
+        ...[1, 2, 3].map((n) => `old_customer:${customerId(n)}`),
+        `old_order:${orderId(1)}`,
+        `old_order:${orderId(3)}`,
+        `order_placed:${orderId(2)}`,
+      ].sort(),
+    );
   });
 
   it('runs a failed bulk operation again, and resumes a broken download where it stopped (HTTP Range)', async () => {
@@ -183,7 +229,12 @@ describe(`historical import (${testProvider})`, () => {
     await y.status((b) => b.state === 'completed' && b.delivered === 600);
     const ops = s.bulk.operations().filter((o) => o.shop === y.domain);
     expect(ops).toHaveLength(2);
-    expect(s.bulk.downloads().filter((d) => d.operationId === ops[0]!.id).map((d) => d.status)).toContain(403);
+    expect(
+      s.bulk
+        .downloads()
+        .filter((d) => d.operationId === ops[0]!.id)
+        .map((d) => d.status),
+    ).toContain(403);
     expect(y.received().size).toBe(600);
     expect([...y.received().values()].every((n) => n === 1)).toBe(true);
     expect((await y.api('GET')).body).toMatchObject({ processed: 600, total: 600, queued: 600 });
@@ -220,7 +271,11 @@ describe(`historical import (${testProvider})`, () => {
     const x = await shop();
     await s.app.db.connection.update({ where: { shopId: x.shopId }, data: { status: 'invalid_key' } });
     await x.start({ kinds: ['customers'] });
-    expect(await x.status((b) => b.error !== null)).toMatchObject({ state: 'running', queued: 0, error: expect.stringMatching(/refused the API key/) });
+    expect(await x.status((b) => b.error !== null)).toMatchObject({
+      state: 'running',
+      queued: 0,
+      error: expect.stringMatching(/refused the API key/),
+    });
     await s.app.db.connection.update({ where: { shopId: x.shopId }, data: { status: 'connected' } });
     expect(await x.status((b) => b.state === 'completed' && b.delivered === 40)).toMatchObject({ error: null });
   });
@@ -233,7 +288,12 @@ describe(`historical import (${testProvider})`, () => {
     const of7 = { shopId: x.shopId, OR: [{ customerId: customerId(7) }, { orderId: orderId(7) }] };
     expect(await s.app.db.outboxMessage.count({ where: of7 })).toBe(2);
     const email = String((await s.app.db.outboxMessage.findFirstOrThrow({ where: { shopId: x.shopId, customerId: customerId(7) } })).email);
-    const redact = { shop_id: 1, shop_domain: x.domain, customer: { id: Number(customerId(7)), email, phone: null }, orders_to_redact: [Number(orderId(7))] };
+    const redact = {
+      shop_id: 1,
+      shop_domain: x.domain,
+      customer: { id: Number(customerId(7)), email, phone: null },
+      orders_to_redact: [Number(orderId(7))],
+    };
     expect((await s.webhook('customers/redact', redact, { domain: x.domain })).status).toBe(200);
     expect(await s.app.db.outboxMessage.count({ where: of7 })).toBe(0);
     expect(await s.app.db.outboxMessage.count({ where: { shopId: x.shopId, body: { contains: email }, kind: 'event' } })).toBe(0);
@@ -257,8 +317,12 @@ describe(`historical import (${testProvider})`, () => {
       await sleep(350);
     }
     await s.until(() => s.emulator.events({ workspaceId: x.workspaceId, eventName: 'order_placed' }).length === 20, 5_000, 'live orders');
-    const latencies = s.emulator.events({ workspaceId: x.workspaceId, eventName: 'order_placed' }).map((e) => e.receivedAt - sentAt.get(String(e.event_attribute.source_id))!);
-    process.stdout.write(`\n  live orders at 10/s during an import: p50=${percentile(latencies, 0.5)} ms p95=${percentile(latencies, 0.95)} ms\n`);
+    const latencies = s.emulator
+      .events({ workspaceId: x.workspaceId, eventName: 'order_placed' })
+      .map((e) => e.receivedAt - sentAt.get(String(e.event_attribute.source_id))!);
+    process.stdout.write(
+      `\n  live orders at 10/s during an import: p50=${percentile(latencies, 0.5)} ms p95=${percentile(latencies, 0.95)} ms\n`,
+    );
     expect(percentile(latencies, 0.95)).toBeLessThan(2_000);
 
     const before = (await x.api('GET')).body;
@@ -311,7 +375,12 @@ describe(`historical import (${testProvider})`, () => {
         });
       });
       await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-      data({ customers: 10, orders: 10, completeAfterMs: 300, webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/webhooks` });
+      data({
+        customers: 10,
+        orders: 10,
+        completeAfterMs: 300,
+        webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/webhooks`,
+      });
       const x = await shop();
       const started = Date.now();
       await x.start();

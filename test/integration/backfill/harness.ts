@@ -17,16 +17,28 @@ export interface BackfillStack extends Stack {
   status(check: (s: any) => boolean, timeoutMs?: number, what?: string): Promise<any>;
 }
 
-export const FAST_RUNNER: BackfillModuleDeps['runner'] = { pollMs: 50, opPollMs: [50, 200], leaseMs: 2_000, retryBaseMs: 50, pausePollMs: 100 };
+export const FAST_RUNNER: BackfillModuleDeps['runner'] = {
+  pollMs: 50,
+  opPollMs: [50, 200],
+  leaseMs: 2_000,
+  retryBaseMs: 50,
+  pausePollMs: 100,
+};
 
-export async function startBackfillStack(opts: { bulk?: BulkDataOptions; runner?: BackfillModuleDeps['runner']; emulator?: ServiceEmulatorOptions } = {}): Promise<BackfillStack> {
+export async function startBackfillStack(
+  opts: { bulk?: BulkDataOptions; runner?: BackfillModuleDeps['runner']; emulator?: ServiceEmulatorOptions } = {},
+): Promise<BackfillStack> {
   const late = lateRouter();
   // the production timeout (10 s): app, emulator and fake shop share one event loop here, and a
   // client timeout on a request the emulator did receive is a legitimate duplicate
   const env = { SERVICE_TIMEOUT_MS: '10000' };
   const s = await startStack({ emulator: opts.emulator, server: { routers: [late.router] }, env });
   const config = testConfig(s.database.url, {
-    SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: s.emulator.url, SHOPIFY_ADMIN_ORIGIN: s.shop.url, ...env,
+    SHOPIFY_API_KEY: API_KEY,
+    SHOPIFY_API_SECRET: API_SECRET,
+    SERVICE_BASE_URL: s.emulator.url,
+    SHOPIFY_ADMIN_ORIGIN: s.shop.url,
+    ...env,
   });
   await stopAppRunner(s.app);
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');

@@ -29,7 +29,12 @@ describe(`an import survives SIGKILL (${testProvider})`, () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     emulator = await startServiceEmulator({ host: '127.0.0.1', rateLimit: 1_000 });
-    shop = await startFakeShop({ apiKey: API_KEY, apiSecret: API_SECRET, host: '127.0.0.1', shops: [{ domain: SHOP, id: '9001', name: 'Crash Store' }] });
+    shop = await startFakeShop({
+      apiKey: API_KEY,
+      apiSecret: API_SECRET,
+      host: '127.0.0.1',
+      shops: [{ domain: SHOP, id: '9001', name: 'Crash Store' }],
+    });
     bulk = await enableBulkOperations(shop, { customers: CUSTOMERS, orders: ORDERS, completeAfterMs: 100 });
   });
   afterAll(async () => {
@@ -44,11 +49,20 @@ describe(`an import survives SIGKILL (${testProvider})`, () => {
       cwd: ROOT,
       env: {
         ...process.env,
-        NODE_ENV: 'test', SANDBOX: '1', PORT: '0', LOG_LEVEL: 'error', DATABASE_URL: database.url,
-        SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SERVICE_BASE_URL: emulator.url, SHOPIFY_ADMIN_ORIGIN: shop.url,
+        NODE_ENV: 'test',
+        SANDBOX: '1',
+        PORT: '0',
+        LOG_LEVEL: 'error',
+        DATABASE_URL: database.url,
+        SHOPIFY_API_KEY: API_KEY,
+        SHOPIFY_API_SECRET: API_SECRET,
+        SERVICE_BASE_URL: emulator.url,
+        SHOPIFY_ADMIN_ORIGIN: shop.url,
         // in-flight messages are given back when their claim lock expires (timeout + 5 s)
         SERVICE_TIMEOUT_MS: '1000',
-        BACKFILL_LEASE_MS: '2000', BACKFILL_MAX_QUEUED: '300', BACKFILL_BATCH_SIZE: '100',
+        BACKFILL_LEASE_MS: '2000',
+        BACKFILL_MAX_QUEUED: '300',
+        BACKFILL_BATCH_SIZE: '100',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -104,10 +118,14 @@ describe(`an import survives SIGKILL (${testProvider})`, () => {
     expect(atKill.processed).toBeLessThan(CUSTOMERS + ORDERS);
 
     const second = await startApp();
-    const done = await until(async () => {
-      const b = (await api(second.url, 'GET', '/api/backfill')).body;
-      return b?.state === 'completed' && b.delivered === b.queued ? b : null;
-    }, 60_000, 'import completed after the restart');
+    const done = await until(
+      async () => {
+        const b = (await api(second.url, 'GET', '/api/backfill')).body;
+        return b?.state === 'completed' && b.delivered === b.queued ? b : null;
+      },
+      60_000,
+      'import completed after the restart',
+    );
     expect(done).toMatchObject({ processed: CUSTOMERS + ORDERS, total: CUSTOMERS + ORDERS, queued: CUSTOMERS + ORDERS });
 
     const counts = receivedCounts({ emulator } as never, ws.id, ['customer_imported', 'order_imported']);
@@ -122,10 +140,16 @@ describe(`an import survives SIGKILL (${testProvider})`, () => {
     // again by design (the service takes no idempotency key); CI's load once timed out 30.
     const after = await createDb(database.url, { poolSize: 2 });
     const unanswered = await after.deliveryAttempt.count({
-      where: { outcome: 'retryable', statusCode: null, OR: [{ error: { contains: 'did not answer within' } }, { error: { contains: 'closed before a response' } }] },
+      where: {
+        outcome: 'retryable',
+        statusCode: null,
+        OR: [{ error: { contains: 'did not answer within' } }, { error: { contains: 'closed before a response' } }],
+      },
     });
     await after.$disconnect();
-    process.stdout.write(`\n  killed at ${atKill.processed} of ${CUSTOMERS + ORDERS} read; in flight ${inFlight}; sends unanswered ${unanswered}; duplicates ${duplicates}\n`);
+    process.stdout.write(
+      `\n  killed at ${atKill.processed} of ${CUSTOMERS + ORDERS} read; in flight ${inFlight}; sends unanswered ${unanswered}; duplicates ${duplicates}\n`,
+    );
     expect(duplicates).toBeLessThanOrEqual(inFlight + unanswered);
     // the second process resumed the file where the first stopped, with a Range request
     expect(bulk.downloads().some((d) => d.status === 206)).toBe(true);

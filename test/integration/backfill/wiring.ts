@@ -30,14 +30,25 @@ export function lateRouter(): { router: Router; set(r: Router): void } {
   return { router, set: (r) => void (inner = r) };
 }
 
-export function attachBackfill(config: Config, app: RunningServer, logger: Logger, runner: BackfillModuleDeps['runner'] = {}): BackfillModule & { auth: RequestHandler } {
+export function attachBackfill(
+  config: Config,
+  app: RunningServer,
+  logger: Logger,
+  runner: BackfillModuleDeps['runner'] = {},
+): BackfillModule & { auth: RequestHandler } {
   const db = app.db;
   const shopify = createShopify(config, logger);
   const secrets = createSecretBox(config.encryption.key, config.encryption.previousKeys);
   const sessions = createSessionStore(db, { encrypt: (p, c) => secrets.encrypt(p, c), decrypt: (s, c) => secrets.decrypt(s, c), logger });
   const tokens = createOfflineTokens({ shopify, db, sessions, logger });
   const module = createBackfill({
-    db, provider: config.dbProvider, logger, shopify, tokens, production: config.production, adminOrigin: config.shopify.adminOrigin,
+    db,
+    provider: config.dbProvider,
+    logger,
+    shopify,
+    tokens,
+    production: config.production,
+    adminOrigin: config.shopify.adminOrigin,
     onEnqueued: (shopId) => app.notifyQueued(shopId),
     runner,
   });

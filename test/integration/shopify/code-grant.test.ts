@@ -55,7 +55,9 @@ describe('authorization-code grant (non-embedded install)', () => {
   it('rejects a callback with a bad hmac', async () => {
     const { cookie, authorizeUrl } = await begin(h);
     const { path, params } = callbackOf(h, authorizeUrl);
-    const res = await request(h.url).get(withQuery(path, { ...params, hmac: 'a'.repeat(64) })).set('Cookie', cookie);
+    const res = await request(h.url)
+      .get(withQuery(path, { ...params, hmac: 'a'.repeat(64) }))
+      .set('Cookie', cookie);
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('invalid_oauth_callback');
     expect(h.fake.tokenStats(SHOP).codeGrants).toBe(0);
@@ -101,7 +103,11 @@ describe('authorization-code grant (non-embedded install)', () => {
     expect(to.searchParams.get('host')).toBe(params.host);
 
     expect(h.fake.tokenStats(SHOP).codeGrants).toBe(1);
-    expect(await h.db.shop.findUniqueOrThrow({ where: { domain: SHOP } })).toMatchObject({ shopifyId: '42', name: 'Standalone', tokenStatus: 'active' });
+    expect(await h.db.shop.findUniqueOrThrow({ where: { domain: SHOP } })).toMatchObject({
+      shopifyId: '42',
+      name: 'Standalone',
+      tokenStatus: 'active',
+    });
     const session = await h.tokens.getOfflineSession(SHOP);
     expect(session!.accessToken).toBe(h.fake.tokenStats(SHOP).lastAccessToken);
     expect(session!.refreshToken).toBe(h.fake.tokenStats(SHOP).lastRefreshToken);

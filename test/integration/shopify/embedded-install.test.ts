@@ -20,7 +20,13 @@ describe('embedded install by token exchange', () => {
 
     const shop = await h.db.shop.findUniqueOrThrow({ where: { domain: SHOP } });
     expect(res.body).toEqual({ id: shop.id, domain: SHOP });
-    expect(shop).toMatchObject({ shopifyId: '548380009', name: 'Embedded Store', tokenStatus: 'active', tokenError: null, uninstalledAt: null });
+    expect(shop).toMatchObject({
+      shopifyId: '548380009',
+      name: 'Embedded Store',
+      tokenStatus: 'active',
+      tokenError: null,
+      uninstalledAt: null,
+    });
     expect(h.fake.tokenStats(SHOP)).toMatchObject({ exchanges: 1, accessTokensIssued: 1, graphqlCalls: 1 });
 
     const session = await h.tokens.getOfflineSession(SHOP);
@@ -38,7 +44,9 @@ describe('embedded install by token exchange', () => {
 
   it('later requests reuse the stored offline token without another exchange', async () => {
     for (let i = 0; i < 3; i++) {
-      const res = await request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(SHOP)}`);
+      const res = await request(h.url)
+        .get('/api/whoami')
+        .set('Authorization', `Bearer ${h.fake.mintSessionToken(SHOP)}`);
       expect(res.status).toBe(200);
     }
     expect(h.fake.tokenStats(SHOP).exchanges).toBe(1);
@@ -59,7 +67,11 @@ describe('embedded install by token exchange', () => {
     const shop = 'rush-store.myshopify.com';
     h.fake.addShop({ domain: shop, name: 'Rush' });
     const results = await Promise.all(
-      Array.from({ length: 5 }, () => request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`)),
+      Array.from({ length: 5 }, () =>
+        request(h.url)
+          .get('/api/whoami')
+          .set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`),
+      ),
     );
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     expect(h.fake.tokenStats(shop).exchanges).toBe(1);
@@ -91,7 +103,9 @@ describe('embedded install by token exchange', () => {
     await h.db.shop.update({ where: { domain: SHOP }, data: { uninstalledAt: new Date(), tokenStatus: 'revoked' } });
     h.fake.revokeTokens(SHOP);
 
-    const res = await request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(SHOP)}`);
+    const res = await request(h.url)
+      .get('/api/whoami')
+      .set('Authorization', `Bearer ${h.fake.mintSessionToken(SHOP)}`);
     expect(res.status).toBe(200);
     expect(res.body.id).toBe(before.id);
     const after = await h.db.shop.findUniqueOrThrow({ where: { domain: SHOP } });
@@ -103,7 +117,9 @@ describe('embedded install by token exchange', () => {
   it('a shop marked uninstalled whose session was not deleted (late, unordered webhooks) exchanges anew', async () => {
     const exchanges = h.fake.tokenStats(SHOP).exchanges;
     await h.db.shop.update({ where: { domain: SHOP }, data: { uninstalledAt: new Date() } });
-    const res = await request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(SHOP)}`);
+    const res = await request(h.url)
+      .get('/api/whoami')
+      .set('Authorization', `Bearer ${h.fake.mintSessionToken(SHOP)}`);
     expect(res.status).toBe(200);
     expect(h.fake.tokenStats(SHOP).exchanges).toBe(exchanges + 1);
     expect(await h.db.shop.findUniqueOrThrow({ where: { domain: SHOP } })).toMatchObject({ uninstalledAt: null, tokenStatus: 'active' });
@@ -113,18 +129,24 @@ describe('embedded install by token exchange', () => {
     const shop = 'refused-store.myshopify.com';
     h.fake.addShop({ domain: shop });
     h.fake.failNext('access_token', 400);
-    const refused = await request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
+    const refused = await request(h.url)
+      .get('/api/whoami')
+      .set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
     expect(refused.status).toBe(401);
     expect(refused.headers['x-shopify-retry-invalid-session-request']).toBe('1');
     expect(refused.body.error.code).toBe('token_exchange_failed');
 
     h.fake.failNext('access_token', 503);
-    const down = await request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
+    const down = await request(h.url)
+      .get('/api/whoami')
+      .set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
     expect(down.status).toBe(502);
     expect(down.body).toEqual({ error: { code: 'shopify_unavailable', message: expect.any(String) } });
     expect(await h.db.shop.count({ where: { domain: shop } })).toBe(0);
 
-    const ok = await request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
+    const ok = await request(h.url)
+      .get('/api/whoami')
+      .set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
     expect(ok.status).toBe(200);
   });
 
@@ -132,10 +154,14 @@ describe('embedded install by token exchange', () => {
     const shop = 'slow-graphql.myshopify.com';
     h.fake.addShop({ domain: shop, id: '777', name: 'Slow' });
     h.fake.failNext('graphql', 503);
-    const first = await request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
+    const first = await request(h.url)
+      .get('/api/whoami')
+      .set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
     expect(first.status).toBe(200);
     expect(await h.db.shop.findUniqueOrThrow({ where: { domain: shop } })).toMatchObject({ shopifyId: null, tokenStatus: 'active' });
-    const again = await request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
+    const again = await request(h.url)
+      .get('/api/whoami')
+      .set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
     expect(again.status).toBe(200);
     expect(await h.db.shop.findUniqueOrThrow({ where: { domain: shop } })).toMatchObject({ shopifyId: '777', name: 'Slow' });
   });
@@ -154,8 +180,12 @@ describe('SHOPIFY_ADMIN_ORIGIN with several apps in one process', () => {
     const a = await startHarness({ shops: [{ domain: 'alpha.myshopify.com', id: '1' }] });
     const b = await startHarness({ shops: [{ domain: 'beta.myshopify.com', id: '2' }] });
     try {
-      const ra = await request(a.url).get('/api/whoami').set('Authorization', `Bearer ${a.fake.mintSessionToken('alpha.myshopify.com')}`);
-      const rb = await request(b.url).get('/api/whoami').set('Authorization', `Bearer ${b.fake.mintSessionToken('beta.myshopify.com')}`);
+      const ra = await request(a.url)
+        .get('/api/whoami')
+        .set('Authorization', `Bearer ${a.fake.mintSessionToken('alpha.myshopify.com')}`);
+      const rb = await request(b.url)
+        .get('/api/whoami')
+        .set('Authorization', `Bearer ${b.fake.mintSessionToken('beta.myshopify.com')}`);
       expect([ra.status, rb.status]).toEqual([200, 200]);
       expect(a.fake.tokenStats('alpha.myshopify.com').exchanges).toBe(1);
       expect(b.fake.tokenStats('beta.myshopify.com').exchanges).toBe(1);

@@ -17,7 +17,10 @@ describe('the fake shop answers what the Shopify library expects', () => {
   let url: string;
   beforeAll(async () => {
     fake = await startFakeShop({ apiKey: API_KEY, apiSecret: API_SECRET, shops: [{ domain: SHOP }] });
-    shopify = createShopify(testConfig('file:unused.db', { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET }), createLogger('silent'));
+    shopify = createShopify(
+      testConfig('file:unused.db', { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET }),
+      createLogger('silent'),
+    );
     const app = express();
     app.post('/webhooks', express.text({ type: '*/*' }), async (req, res) => {
       const result = await shopify.webhooks.validate({ rawBody: req.body as string, rawRequest: req, rawResponse: res });
@@ -34,9 +37,22 @@ describe('the fake shop answers what the Shopify library expects', () => {
   });
 
   it('sendWebhook signs the raw body and sends every X-Shopify-* header', async () => {
-    const res = await fake.sendWebhook(url, { topic: 'orders/create', shopDomain: SHOP, payload: { id: 1 }, webhookId: 'wh-1', eventId: 'ev-1' });
+    const res = await fake.sendWebhook(url, {
+      topic: 'orders/create',
+      shopDomain: SHOP,
+      payload: { id: 1 },
+      webhookId: 'wh-1',
+      eventId: 'ev-1',
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ valid: true, topic: 'ORDERS_CREATE', domain: SHOP, apiVersion: '2026-10', webhookId: 'wh-1', eventId: 'ev-1' });
+    expect(res.body).toMatchObject({
+      valid: true,
+      topic: 'ORDERS_CREATE',
+      domain: SHOP,
+      apiVersion: '2026-10',
+      webhookId: 'wh-1',
+      eventId: 'ev-1',
+    });
   });
 
   it('a raw string payload is sent byte for byte (big ids keep their digits)', async () => {
@@ -46,7 +62,16 @@ describe('the fake shop answers what the Shopify library expects', () => {
     const res = await request(url).post('/webhooks').set(signed.headers).send(signed.body);
     expect(res.status).toBe(200);
     expect(Object.keys(signed.headers).sort()).toEqual(
-      ['Content-Type', 'X-Shopify-API-Version', 'X-Shopify-Event-Id', 'X-Shopify-Hmac-Sha256', 'X-Shopify-Shop-Domain', 'X-Shopify-Topic', 'X-Shopify-Triggered-At', 'X-Shopify-Webhook-Id'].sort(),
+      [
+        'Content-Type',
+        'X-Shopify-API-Version',
+        'X-Shopify-Event-Id',
+        'X-Shopify-Hmac-Sha256',
+        'X-Shopify-Shop-Domain',
+        'X-Shopify-Topic',
+        'X-Shopify-Triggered-At',
+        'X-Shopify-Webhook-Id',
+      ].sort(),
     );
   });
 
@@ -65,7 +90,9 @@ describe('the fake shop answers what the Shopify library expects', () => {
 
   it('the consent page redirects back with a code and an hmac the library verifies', async () => {
     const authorize = `https://${SHOP}/admin/oauth/authorize?client_id=${API_KEY}&scope=read_orders&redirect_uri=${encodeURIComponent('https://app.test/auth/callback')}&state=abc`;
-    const res = await request(fake.url).get(`/admin/oauth/authorize${new URL(authorize).search}`).set('Host', SHOP);
+    const res = await request(fake.url)
+      .get(`/admin/oauth/authorize${new URL(authorize).search}`)
+      .set('Host', SHOP);
     expect(res.status).toBe(302);
     const back = new URL(res.headers.location as string);
     expect(back.origin + back.pathname).toBe('https://app.test/auth/callback');
@@ -75,9 +102,14 @@ describe('the fake shop answers what the Shopify library expects', () => {
   });
 
   it('the token endpoint refuses a wrong client secret and unknown grants', async () => {
-    const bad = await request(fake.url).post('/admin/oauth/access_token').send({ client_id: API_KEY, client_secret: 'nope', grant_type: 'refresh_token', refresh_token: 'x' });
+    const bad = await request(fake.url)
+      .post('/admin/oauth/access_token')
+      .send({ client_id: API_KEY, client_secret: 'nope', grant_type: 'refresh_token', refresh_token: 'x' });
     expect(bad.status).toBe(401);
-    const unknown = await request(fake.url).post('/admin/oauth/access_token').type('form').send({ client_id: API_KEY, client_secret: API_SECRET, grant_type: 'password' });
+    const unknown = await request(fake.url)
+      .post('/admin/oauth/access_token')
+      .type('form')
+      .send({ client_id: API_KEY, client_secret: API_SECRET, grant_type: 'password' });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error).toBe('unsupported_grant_type');
   });

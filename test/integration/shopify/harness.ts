@@ -64,7 +64,12 @@ export function testCipher() {
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const opened = opts.db ? null : await openTestDb();
   const db = opts.db ?? opened!.db;
-  const fake = await startFakeShop({ apiKey: API_KEY, apiSecret: API_SECRET, shops: opts.shops, accessTokenTtlSec: opts.accessTokenTtlSec });
+  const fake = await startFakeShop({
+    apiKey: API_KEY,
+    apiSecret: API_SECRET,
+    shops: opts.shops,
+    accessTokenTtlSec: opts.accessTokenTtlSec,
+  });
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {

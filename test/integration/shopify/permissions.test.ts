@@ -33,7 +33,12 @@ describe('permissions (optional scopes)', () => {
 
   beforeAll(async () => {
     h = await startHarness({ shops: [{ domain: SHOP }, { domain: OTHER }], encrypt: true });
-    permissions = createPermissions({ db: h.db, tokens: h.tokens, grantedScopes: (s) => fetchGrantedScopes(h.shopify, s), logger: h.logger });
+    permissions = createPermissions({
+      db: h.db,
+      tokens: h.tokens,
+      grantedScopes: (s) => fetchGrantedScopes(h.shopify, s),
+      logger: h.logger,
+    });
     const webPixels = createWebPixels({ db: h.db, shopify: h.shopify, tokens: h.tokens, logger: h.logger });
     const auth = sessionTokenMiddleware({ shopify: h.shopify, db: h.db, tokens: h.tokens, logger: h.logger });
     // app/scopes_update as the composition root is expected to route it: HMAC-verified, then the use case
@@ -45,7 +50,13 @@ describe('permissions (optional scopes)', () => {
       if (check.topic === 'APP_SCOPES_UPDATE') await permissions.onScopesUpdate(check.domain, JSON.parse(req.body as string));
       res.status(200).end();
     });
-    const app = createApp({ db: h.db, logger: h.logger, metrics: new Metrics(), rawRouters: [hooks], routers: [permissionsRoutes({ auth, permissions, webPixels, pixelActivity: (shopId) => pixelActivity(h.db, shopId, new Date()) })] });
+    const app = createApp({
+      db: h.db,
+      logger: h.logger,
+      metrics: new Metrics(),
+      rawRouters: [hooks],
+      routers: [permissionsRoutes({ auth, permissions, webPixels, pixelActivity: (shopId) => pixelActivity(h.db, shopId, new Date()) })],
+    });
     api = await new Promise<Server>((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });
@@ -59,7 +70,10 @@ describe('permissions (optional scopes)', () => {
     await h.close();
   });
 
-  const call = (method: 'get' | 'post', path: string, shop = SHOP) => request(apiUrl)[method](path).set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
+  const call = (method: 'get' | 'post', path: string, shop = SHOP) => {
+    const agent = request(apiUrl);
+    return (method === 'get' ? agent.get(path) : agent.post(path)).set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
+  };
 
   it('GET /api/permissions installs the shop and lists the features, none granted yet', async () => {
     const res = await call('get', '/api/permissions');
@@ -68,7 +82,12 @@ describe('permissions (optional scopes)', () => {
       granted: BASE,
       features: [
         { feature: 'product_images', scopes: ['read_products'], granted: false, missing: ['read_products'] },
-        { feature: 'storefront_pixel', scopes: ['write_pixels', 'read_customer_events', 'read_products'], granted: false, missing: ['write_pixels', 'read_customer_events', 'read_products'] },
+        {
+          feature: 'storefront_pixel',
+          scopes: ['write_pixels', 'read_customer_events', 'read_products'],
+          granted: false,
+          missing: ['write_pixels', 'read_customer_events', 'read_products'],
+        },
       ],
     });
     expect((await request(apiUrl).get('/api/permissions')).status).toBe(401);
@@ -83,7 +102,10 @@ describe('permissions (optional scopes)', () => {
     expect(after.accessToken).toBe(before.accessToken);
     expect(after.refreshToken).toBe(before.refreshToken);
     const view = await permissions.get({ domain: SHOP });
-    expect(view.features.map((f) => [f.feature, f.granted])).toEqual([['product_images', true], ['storefront_pixel', false]]);
+    expect(view.features.map((f) => [f.feature, f.granted])).toEqual([
+      ['product_images', true],
+      ['storefront_pixel', false],
+    ]);
 
     // a revocation turns the feature off again
     const revoked = await permissions.onScopesUpdate(SHOP, h.fake.revokeScopes(SHOP, ['read_products']));
@@ -93,8 +115,18 @@ describe('permissions (optional scopes)', () => {
   it('ignores a malformed payload and a shop without a stored session', async () => {
     await expect(permissions.onScopesUpdate(SHOP, { current: 'read_products' })).resolves.toMatchObject({ updated: false });
     await expect(permissions.onScopesUpdate('not a shop', { current: [] })).resolves.toMatchObject({ updated: false });
-    await expect(permissions.onScopesUpdate('never-installed.myshopify.com', { id: 1, previous: [], current: ['read_products'], updated_at: '2026-01-01T00:00:00Z' })).resolves.toEqual({
-      updated: false, granted: ['read_products'], enabled: [], disabled: [],
+    await expect(
+      permissions.onScopesUpdate('never-installed.myshopify.com', {
+        id: 1,
+        previous: [],
+        current: ['read_products'],
+        updated_at: '2026-01-01T00:00:00Z',
+      }),
+    ).resolves.toEqual({
+      updated: false,
+      granted: ['read_products'],
+      enabled: [],
+      disabled: [],
     });
     expect((await h.sessions.loadSession(`offline_${SHOP}`))!.scope).toBe(BASE.join(','));
   });
@@ -104,8 +136,15 @@ describe('permissions (optional scopes)', () => {
     expect((await call('get', '/api/permissions')).body.features[1].granted).toBe(false);
     const res = await call('get', '/api/permissions?refresh=1');
     expect(res.status).toBe(200);
-    expect(res.body.features[1]).toEqual({ feature: 'storefront_pixel', scopes: ['write_pixels', 'read_customer_events', 'read_products'], granted: true, missing: [] });
-    expect((await h.sessions.loadSession(`offline_${SHOP}`))!.scope).toBe([...BASE, 'write_pixels', 'read_customer_events', 'read_products'].join(','));
+    expect(res.body.features[1]).toEqual({
+      feature: 'storefront_pixel',
+      scopes: ['write_pixels', 'read_customer_events', 'read_products'],
+      granted: true,
+      missing: [],
+    });
+    expect((await h.sessions.loadSession(`offline_${SHOP}`))!.scope).toBe(
+      [...BASE, 'write_pixels', 'read_customer_events', 'read_products'].join(','),
+    );
     expect((await call('get', '/api/permissions?refresh=maybe')).status).toBe(400);
   });
 
@@ -118,7 +157,14 @@ describe('permissions (optional scopes)', () => {
 
   it('POST /api/pixel/activate activates the storefront pixel; GET /api/pixel shows it', async () => {
     const activity = { window_hours: 24, claims_pending: 0, claims_vouched: 0, claims_expired: 0, products_dropped: 0, events_limited: 0 };
-    expect((await call('get', '/api/pixel')).body).toEqual({ state: 'none', key: null, web_pixel_id: null, error: null, updated_at: null, activity });
+    expect((await call('get', '/api/pixel')).body).toEqual({
+      state: 'none',
+      key: null,
+      web_pixel_id: null,
+      error: null,
+      updated_at: null,
+      activity,
+    });
     const res = await call('post', '/api/pixel/activate');
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ state: 'active', key: expect.any(String), web_pixel_id: expect.any(String) });
@@ -130,18 +176,25 @@ describe('permissions (optional scopes)', () => {
     await call('get', '/api/permissions', OTHER); // installs OTHER
     const config = testConfig('file:unused.db', { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET });
     const page = express();
-    page.use(uiRoutes({
-      config,
-      mintDevSessionToken: createDevSessionMinter(config),
-      devShop: OTHER,
-      grantScopes: (shop, scopes) => h.fake.sendWebhook(apiUrl, { topic: 'app/scopes_update', shopDomain: shop, payload: h.fake.grantScopes(shop, scopes) }),
-    }));
+    page.use(
+      uiRoutes({
+        config,
+        mintDevSessionToken: createDevSessionMinter(config),
+        devShop: OTHER,
+        grantScopes: (shop, scopes) =>
+          h.fake.sendWebhook(apiUrl, { topic: 'app/scopes_update', shopDomain: shop, payload: h.fake.grantScopes(shop, scopes) }),
+      }),
+    );
     expect((await request(page).get('/ui/catalog.json')).body.sandbox).toMatchObject({ grant_scopes: true });
-    const bad = await request(page).post('/_dev/grant-scopes').send({ scopes: ['write_orders'] });
+    const bad = await request(page)
+      .post('/_dev/grant-scopes')
+      .send({ scopes: ['write_orders'] });
     expect(bad.status).toBe(400);
     expect(h.fake.grantedScopes(OTHER)).toEqual(BASE);
 
-    const res = await request(page).post('/_dev/grant-scopes').send({ scopes: ['read_products'] });
+    const res = await request(page)
+      .post('/_dev/grant-scopes')
+      .send({ scopes: ['read_products'] });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ granted: ['read_products'], webhook_status: 200 });
     expect(webhooks.slice(-1)).toEqual([{ topic: 'APP_SCOPES_UPDATE', status: 200 }]);
@@ -152,12 +205,22 @@ describe('permissions (optional scopes)', () => {
 
   it('in production the sandbox grant route does not exist', async () => {
     const production = testConfig('file:unused.db', {
-      NODE_ENV: 'production', SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SHOPIFY_APP_URL: 'https://connector.example.com',
-      SERVICE_BASE_URL: 'https://service.example.com', ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+      NODE_ENV: 'production',
+      SHOPIFY_API_KEY: API_KEY,
+      SHOPIFY_API_SECRET: API_SECRET,
+      SHOPIFY_APP_URL: 'https://connector.example.com',
+      SERVICE_BASE_URL: 'https://service.example.com',
+      ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
     });
     const page = express();
     page.use(uiRoutes({ config: production, mintDevSessionToken: () => 'x', grantScopes: async () => ({ status: 200 }) }));
-    expect((await request(page).post('/_dev/grant-scopes').send({ scopes: ['read_products'] })).status).toBe(404);
+    expect(
+      (
+        await request(page)
+          .post('/_dev/grant-scopes')
+          .send({ scopes: ['read_products'] })
+      ).status,
+    ).toBe(404);
     expect((await request(page).get('/ui/catalog.json')).body.sandbox).toBeNull();
   });
 });

@@ -28,7 +28,9 @@ describe('product images for line items', () => {
   const lookups = (domain: string) => seen.filter((r) => r.shop.domain === domain && /\bnodes\s*\(/.test(r.query));
 
   async function install(domain: string) {
-    const res = await request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(domain)}`);
+    const res = await request(h.url)
+      .get('/api/whoami')
+      .set('Authorization', `Bearer ${h.fake.mintSessionToken(domain)}`);
     expect(res.status).toBe(200);
     shops.set(domain, res.body);
     return res.body as { id: string; domain: string };
@@ -49,13 +51,35 @@ describe('product images for line items', () => {
       return undefined;
     });
     for (const domain of [SHOP, SLOW, THROTTLED]) {
-      h.fake.addProduct(domain, { id: BIG, handle: 'linen-shirt', image: 'https://cdn.example/linen.png', variants: [{ id: '9007199254740995', image: 'https://cdn.example/linen-sand.png' }, { id: '502', image: null }] });
+      h.fake.addProduct(domain, {
+        id: BIG,
+        handle: 'linen-shirt',
+        image: 'https://cdn.example/linen.png',
+        variants: [
+          { id: '9007199254740995', image: 'https://cdn.example/linen-sand.png' },
+          { id: '502', image: null },
+        ],
+      });
       h.fake.addProduct(domain, { id: '600', handle: 'canvas-tote', image: 'https://cdn.example/tote.png', variants: [{ id: '601' }] });
-      h.fake.addProduct(domain, { id: '700', handle: 'draft-hat', image: null, published: false, variants: [{ id: '701', image: 'https://cdn.example/hat.png' }] });
+      h.fake.addProduct(domain, {
+        id: '700',
+        handle: 'draft-hat',
+        image: null,
+        published: false,
+        variants: [{ id: '701', image: 'https://cdn.example/hat.png' }],
+      });
     }
     metrics = new Metrics();
     // no cool-off here: each test below sees the Admin API as it is; the cool-off has its own test
-    catalog = createProductCatalog({ db: h.db, shopify: h.shopify, tokens: h.tokens, logger: h.logger, metrics, now: () => new Date(clock), coolOffMs: 0 });
+    catalog = createProductCatalog({
+      db: h.db,
+      shopify: h.shopify,
+      tokens: h.tokens,
+      logger: h.logger,
+      metrics,
+      now: () => new Date(clock),
+      coolOffMs: 0,
+    });
     for (const domain of [SHOP, NO_SCOPE, SLOW, THROTTLED]) await install(domain);
   });
   afterAll(async () => {
@@ -90,9 +114,15 @@ describe('product images for line items', () => {
     expect(lookups(SHOP)).toHaveLength(1);
     expect([...(call!.variables.ids as string[])].sort()).toEqual(
       [
-        `gid://shopify/Product/${BIG}`, 'gid://shopify/Product/600', 'gid://shopify/Product/700', 'gid://shopify/Product/999',
-        'gid://shopify/ProductVariant/9007199254740995', 'gid://shopify/ProductVariant/502', 'gid://shopify/ProductVariant/601',
-        'gid://shopify/ProductVariant/701', 'gid://shopify/ProductVariant/9999',
+        `gid://shopify/Product/${BIG}`,
+        'gid://shopify/Product/600',
+        'gid://shopify/Product/700',
+        'gid://shopify/Product/999',
+        'gid://shopify/ProductVariant/9007199254740995',
+        'gid://shopify/ProductVariant/502',
+        'gid://shopify/ProductVariant/601',
+        'gid://shopify/ProductVariant/701',
+        'gid://shopify/ProductVariant/9999',
       ].sort(),
     );
     const row = await h.db.productInfo.findUniqueOrThrow({ where: { shopId_productId: { shopId: shops.get(SHOP)!.id, productId: BIG } } });
@@ -108,13 +138,29 @@ describe('product images for line items', () => {
   });
 
   it('looks up only a variant the cached row has not seen, keeping the row fresh', async () => {
-    h.fake.addProduct(SHOP, { id: '600', handle: 'canvas-tote', image: 'https://cdn.example/tote.png', variants: [{ id: '601' }, { id: '602', image: 'https://cdn.example/tote-red.png' }] });
+    h.fake.addProduct(SHOP, {
+      id: '600',
+      handle: 'canvas-tote',
+      image: 'https://cdn.example/tote.png',
+      variants: [{ id: '601' }, { id: '602', image: 'https://cdn.example/tote-red.png' }],
+    });
     const before = lookups(SHOP).length;
-    const row = await h.db.productInfo.findUniqueOrThrow({ where: { shopId_productId: { shopId: shops.get(SHOP)!.id, productId: '600' } } });
+    const row = await h.db.productInfo.findUniqueOrThrow({
+      where: { shopId_productId: { shopId: shops.get(SHOP)!.id, productId: '600' } },
+    });
     const result = await catalog.enrich(shops.get(SHOP)!, [{ product_id: '600', variant_id: '602' }]);
-    expect(result).toMatchObject({ outcome: 'fetched', items: [{ image_url: 'https://cdn.example/tote-red.png', product_handle: 'canvas-tote' }] });
-    expect(lookups(SHOP).slice(before).map((r) => r.variables.ids)).toEqual([['gid://shopify/ProductVariant/602']]);
-    const after = await h.db.productInfo.findUniqueOrThrow({ where: { shopId_productId: { shopId: shops.get(SHOP)!.id, productId: '600' } } });
+    expect(result).toMatchObject({
+      outcome: 'fetched',
+      items: [{ image_url: 'https://cdn.example/tote-red.png', product_handle: 'canvas-tote' }],
+    });
+    expect(
+      lookups(SHOP)
+        .slice(before)
+        .map((r) => r.variables.ids),
+    ).toEqual([['gid://shopify/ProductVariant/602']]);
+    const after = await h.db.productInfo.findUniqueOrThrow({
+      where: { shopId_productId: { shopId: shops.get(SHOP)!.id, productId: '600' } },
+    });
     expect(after.fetchedAt.getTime()).toBe(row.fetchedAt.getTime());
     expect(JSON.parse(after.variantImages)).toEqual({ '601': null, '602': 'https://cdn.example/tote-red.png' });
   });
@@ -125,7 +171,12 @@ describe('product images for line items', () => {
     expect((await catalog.enrich(shops.get(SHOP)!, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('hit');
     clock += 25 * 3600 * 1000;
     const result = await catalog.enrich(shops.get(SHOP)!, [{ product_id: '600', variant_id: '601' }]);
-    expect(result).toMatchObject({ outcome: 'fetched', items: [{ image_url: 'https://cdn.example/tote-2.png', product_url: `${DOMAIN}/products/canvas-tote-2`, product_handle: 'canvas-tote-2' }] });
+    expect(result).toMatchObject({
+      outcome: 'fetched',
+      items: [
+        { image_url: 'https://cdn.example/tote-2.png', product_url: `${DOMAIN}/products/canvas-tote-2`, product_handle: 'canvas-tote-2' },
+      ],
+    });
     expect(calls(SHOP) - before).toBe(1);
   });
 
@@ -141,7 +192,11 @@ describe('product images for line items', () => {
     const result = await catalog.enrich(shop, items.slice(0, 2));
     expect(result).toMatchObject({ outcome: 'hit', apiCalls: 0 });
     expect(result.items).toEqual([
-      { image_url: 'https://cdn.example/linen-v2-sand.png', product_url: `${DOMAIN}/products/linen-shirt-v2`, product_handle: 'linen-shirt-v2' },
+      {
+        image_url: 'https://cdn.example/linen-v2-sand.png',
+        product_url: `${DOMAIN}/products/linen-shirt-v2`,
+        product_handle: 'linen-shirt-v2',
+      },
       { image_url: 'https://cdn.example/linen-v2.png', product_url: `${DOMAIN}/products/linen-shirt-v2`, product_handle: 'linen-shirt-v2' },
     ]);
     expect(calls(SHOP)).toBe(before);
@@ -149,9 +204,19 @@ describe('product images for line items', () => {
 
   it('products/update leaves uncached products uncached, and unpublishing drops the link', async () => {
     const shop = shops.get(SHOP)!;
-    await expect(catalog.onProductUpdate(shop.id, { id: 123456, handle: 'never-ordered', images: [], variants: [] })).resolves.toBe('not_cached');
+    await expect(catalog.onProductUpdate(shop.id, { id: 123456, handle: 'never-ordered', images: [], variants: [] })).resolves.toBe(
+      'not_cached',
+    );
     expect(await h.db.productInfo.count({ where: { shopId: shop.id, productId: '123456' } })).toBe(0);
-    await expect(catalog.onProductUpdate(shop.id, { id: 600, handle: 'canvas-tote-2', status: 'draft', images: [], variants: [{ id: 601, image_id: null }] })).resolves.toBe('refreshed');
+    await expect(
+      catalog.onProductUpdate(shop.id, {
+        id: 600,
+        handle: 'canvas-tote-2',
+        status: 'draft',
+        images: [],
+        variants: [{ id: 601, image_id: null }],
+      }),
+    ).resolves.toBe('refreshed');
     const [tote] = (await catalog.enrich(shop, [{ product_id: '600', variant_id: '601' }])).items;
     expect(tote).toEqual({ image_url: null, product_url: null, product_handle: 'canvas-tote-2' });
   });
@@ -168,20 +233,42 @@ describe('product images for line items', () => {
 
   it('without read_products: no Admin API call, and no images even from rows cached earlier', async () => {
     const shop = shops.get(NO_SCOPE)!;
-    await h.db.productInfo.create({ data: { shopId: shop.id, productId: '600', handle: 'canvas-tote', url: 'https://x.example/products/canvas-tote', imageUrl: 'https://cdn.example/tote.png', fetchedAt: new Date(clock) } });
+    await h.db.productInfo.create({
+      data: {
+        shopId: shop.id,
+        productId: '600',
+        handle: 'canvas-tote',
+        url: 'https://x.example/products/canvas-tote',
+        imageUrl: 'https://cdn.example/tote.png',
+        fetchedAt: new Date(clock),
+      },
+    });
     const before = calls(NO_SCOPE);
     const result = await catalog.enrich(shop, [{ product_id: '600', variant_id: '601' }]);
-    expect(result).toMatchObject({ outcome: 'no_scope', apiCalls: 0, items: [{ image_url: null, product_url: null, product_handle: null }] });
+    expect(result).toMatchObject({
+      outcome: 'no_scope',
+      apiCalls: 0,
+      items: [{ image_url: null, product_url: null, product_handle: null }],
+    });
     expect(calls(NO_SCOPE)).toBe(before);
   });
 
-  it('reads a shop\'s offline session for its scopes at most once a minute, and for a token only when the Admin API is asked', async () => {
+  it("reads a shop's offline session for its scopes at most once a minute, and for a token only when the Admin API is asked", async () => {
     const loads = jest.spyOn(h.tokens, 'getOfflineSession');
-    const fresh = createProductCatalog({ db: h.db, shopify: h.shopify, tokens: h.tokens, logger: h.logger, metrics: new Metrics(), now: () => new Date(clock), coolOffMs: 0 });
+    const fresh = createProductCatalog({
+      db: h.db,
+      shopify: h.shopify,
+      tokens: h.tokens,
+      logger: h.logger,
+      metrics: new Metrics(),
+      now: () => new Date(clock),
+      coolOffMs: 0,
+    });
     const loadsOf = (domain: string) => loads.mock.calls.filter(([d]) => d === domain).length;
     try {
       // without read_products: one read answers every batch of the next minute
-      for (let i = 0; i < 3; i++) expect((await fresh.enrich(shops.get(NO_SCOPE)!, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('no_scope');
+      for (let i = 0; i < 3; i++)
+        expect((await fresh.enrich(shops.get(NO_SCOPE)!, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('no_scope');
       expect(loadsOf(NO_SCOPE)).toBe(1);
       clock += 61_000;
       expect((await fresh.enrich(shops.get(NO_SCOPE)!, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('no_scope');
@@ -195,7 +282,9 @@ describe('product images for line items', () => {
       expect(loadsOf(SHOP)).toBe(2);
       // stage 2 passes the scopes it read with the shop: no session read for them at all
       clock += 61_000;
-      expect((await fresh.enrich({ ...shops.get(NO_SCOPE)!, scope: 'read_orders' }, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('no_scope');
+      expect(
+        (await fresh.enrich({ ...shops.get(NO_SCOPE)!, scope: 'read_orders' }, [{ product_id: '600', variant_id: '601' }])).outcome,
+      ).toBe('no_scope');
       expect((await fresh.enrich({ ...shop, scope: WITH_PRODUCTS }, [{ product_id: '600', variant_id: '601' }])).outcome).toBe('hit');
       expect([loadsOf(NO_SCOPE), loadsOf(SHOP)]).toEqual([2, 2]);
     } finally {
@@ -209,7 +298,10 @@ describe('product images for line items', () => {
     h.fake.setThrottle(THROTTLED, { currentlyAvailable: 0, restoreRate: 50 });
     const before = lookups(THROTTLED).length;
     const result = await catalog.enrich(shop, [{ product_id: '600', variant_id: '601' }]);
-    expect(result).toMatchObject({ outcome: 'fetched', items: [{ image_url: 'https://cdn.example/tote.png', product_handle: 'canvas-tote' }] });
+    expect(result).toMatchObject({
+      outcome: 'fetched',
+      items: [{ image_url: 'https://cdn.example/tote.png', product_handle: 'canvas-tote' }],
+    });
     expect(lookups(THROTTLED).length - before).toBe(2);
     expect(result.durationMs).toBeGreaterThanOrEqual(100);
     expect(result.durationMs).toBeLessThan(2000);
@@ -262,7 +354,10 @@ describe('product images for line items', () => {
     await catalog.enrich(shop, [{ product_id: BIG, variant_id: null }]);
     clock += 25 * 3600 * 1000; // the row is stale: it needs a lookup, which fails
     h.fake.failNext('graphql', 500);
-    const result = await catalog.enrich(shop, [{ product_id: '424242', variant_id: null }, { product_id: BIG, variant_id: null }]);
+    const result = await catalog.enrich(shop, [
+      { product_id: '424242', variant_id: null },
+      { product_id: BIG, variant_id: null },
+    ]);
     expect(result.outcome).toBe('failed');
     expect(result.items).toEqual([
       { image_url: null, product_url: null, product_handle: null },
@@ -271,12 +366,23 @@ describe('product images for line items', () => {
   });
 
   it('after a failed lookup, does not ask the Admin API again for a while: cached products still answer', async () => {
-    const cooling = createProductCatalog({ db: h.db, shopify: h.shopify, tokens: h.tokens, logger: h.logger, metrics: new Metrics(), now: () => new Date(clock), coolOffMs: 60_000 });
+    const cooling = createProductCatalog({
+      db: h.db,
+      shopify: h.shopify,
+      tokens: h.tokens,
+      logger: h.logger,
+      metrics: new Metrics(),
+      now: () => new Date(clock),
+      coolOffMs: 60_000,
+    });
     const shop = shops.get(SHOP)!;
     h.fake.failNext('graphql', 500);
     expect((await cooling.enrich(shop, [{ product_id: '515151', variant_id: null }])).outcome).toBe('failed');
     const before = calls(SHOP);
-    const during = await cooling.enrich(shop, [{ product_id: '525252', variant_id: null }, { product_id: '600', variant_id: '601' }]);
+    const during = await cooling.enrich(shop, [
+      { product_id: '525252', variant_id: null },
+      { product_id: '600', variant_id: '601' },
+    ]);
     expect(during.outcome).toBe('cooling_off');
     expect(calls(SHOP)).toBe(before);
     clock += 61_000;
@@ -286,9 +392,18 @@ describe('product images for line items', () => {
 
   it('counts every outcome in connector_enrichment_total, and logs no token', async () => {
     const values = Object.fromEntries((await metrics.enrichment.get()).values.map((v) => [v.labels.outcome, v.value]));
-    expect(values).toMatchObject({ fetched: expect.any(Number), hit: expect.any(Number), no_scope: 1, throttled: 3, timeout: 1, failed: 1 });
+    expect(values).toMatchObject({
+      fetched: expect.any(Number),
+      hit: expect.any(Number),
+      no_scope: 1,
+      throttled: 3,
+      timeout: 1,
+      failed: 1,
+    });
     expect(values.fetched).toBeGreaterThanOrEqual(6);
     expect(h.logText()).toContain('product images unavailable');
-    expectNoSecrets(h.logText(), [...[SHOP, SLOW, THROTTLED, NO_SCOPE].flatMap((d) => [h.fake.tokenStats(d).lastAccessToken, h.fake.tokenStats(d).lastRefreshToken])]);
+    expectNoSecrets(h.logText(), [
+      ...[SHOP, SLOW, THROTTLED, NO_SCOPE].flatMap((d) => [h.fake.tokenStats(d).lastAccessToken, h.fake.tokenStats(d).lastRefreshToken]),
+    ]);
   });
 });

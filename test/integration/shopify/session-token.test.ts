@@ -59,14 +59,26 @@ describe('session-token middleware on /api/*', () => {
   });
 
   it('a token whose dest is not a shop domain, or disagrees with iss, gives 401', async () => {
-    expectRejected(await call(`Bearer ${h.fake.mintSessionToken(SHOP, { dest: 'https://evil.example.com', iss: 'https://evil.example.com/admin' })}`));
+    expectRejected(
+      await call(`Bearer ${h.fake.mintSessionToken(SHOP, { dest: 'https://evil.example.com', iss: 'https://evil.example.com/admin' })}`),
+    );
     expectRejected(await call(`Bearer ${h.fake.mintSessionToken(SHOP, { dest: 'https://localhost:3000' })}`));
     expectRejected(await call(`Bearer ${h.fake.mintSessionToken(SHOP, { iss: 'https://other-store.myshopify.com/admin' })}`));
   });
 
   it('the shop is sanitised: an upper-case dest maps to the same shop row', async () => {
     const jwt = signHs256(
-      { iss: `https://${SHOP.toUpperCase()}/admin`, dest: `https://${SHOP.toUpperCase()}`, aud: API_KEY, sub: '1', exp: now() + 60, nbf: now(), iat: now(), jti: 'j', sid: 's' },
+      {
+        iss: `https://${SHOP.toUpperCase()}/admin`,
+        dest: `https://${SHOP.toUpperCase()}`,
+        aud: API_KEY,
+        sub: '1',
+        exp: now() + 60,
+        nbf: now(),
+        iat: now(),
+        jti: 'j',
+        sid: 's',
+      },
       API_SECRET,
     );
     const res = await call(`Bearer ${jwt}`);

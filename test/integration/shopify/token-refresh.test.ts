@@ -16,7 +16,9 @@ describe('expiring offline tokens: refresh and rotation', () => {
   });
 
   const install = async (shop = SHOP) => {
-    const res = await request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
+    const res = await request(h.url)
+      .get('/api/whoami')
+      .set('Authorization', `Bearer ${h.fake.mintSessionToken(shop)}`);
     expect(res.status).toBe(200);
   };
 

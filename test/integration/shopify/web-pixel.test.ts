@@ -17,17 +17,30 @@ describe('the storefront web pixel', () => {
   const seen: GraphqlRequest[] = [];
   const shops = new Map<string, { id: string; domain: string }>();
   const ops = (domain: string) =>
-    seen.filter((r) => r.shop.domain === domain).map((r) => /\b(webPixelCreate|webPixelUpdate|webPixelDelete)\s*\(/.exec(r.query)?.[1] ?? (/\bwebPixel\s*\{/.test(r.query) ? 'webPixel' : 'other'));
+    seen
+      .filter((r) => r.shop.domain === domain)
+      .map(
+        (r) =>
+          /\b(webPixelCreate|webPixelUpdate|webPixelDelete)\s*\(/.exec(r.query)?.[1] ??
+          (/\bwebPixel\s*\{/.test(r.query) ? 'webPixel' : 'other'),
+      );
   const calls = (domain: string) => h.fake.tokenStats(domain).graphqlCalls;
 
   async function install(domain: string) {
-    const res = await request(h.url).get('/api/whoami').set('Authorization', `Bearer ${h.fake.mintSessionToken(domain)}`);
+    const res = await request(h.url)
+      .get('/api/whoami')
+      .set('Authorization', `Bearer ${h.fake.mintSessionToken(domain)}`);
     expect(res.status).toBe(200);
     shops.set(domain, res.body);
   }
   /** The merchant grants the pixel scopes; Shopify's app/scopes_update reaches the app. */
   async function grantPixelScopes(domain: string) {
-    const permissions = createPermissions({ db: h.db, tokens: h.tokens, grantedScopes: (s) => fetchGrantedScopes(h.shopify, s), logger: h.logger });
+    const permissions = createPermissions({
+      db: h.db,
+      tokens: h.tokens,
+      grantedScopes: (s) => fetchGrantedScopes(h.shopify, s),
+      logger: h.logger,
+    });
     const result = await permissions.onScopesUpdate(domain, h.fake.grantScopes(domain, PIXEL_SCOPES));
     expect(result).toMatchObject({ updated: true, enabled: expect.arrayContaining(['storefront_pixel']) });
   }
@@ -63,7 +76,12 @@ describe('the storefront web pixel', () => {
   it('once granted, creates the pixel with the key in its settings', async () => {
     await grantPixelScopes(SHOP);
     const view = await pixels.ensureActive(shops.get(SHOP)!);
-    expect(view).toMatchObject({ state: 'active', key, error: null, web_pixel_id: expect.stringMatching(/^gid:\/\/shopify\/WebPixel\/\d+$/) });
+    expect(view).toMatchObject({
+      state: 'active',
+      key,
+      error: null,
+      web_pixel_id: expect.stringMatching(/^gid:\/\/shopify\/WebPixel\/\d+$/),
+    });
     pixelId = view.web_pixel_id!;
     expect(h.fake.webPixel(SHOP)).toEqual({ id: pixelId, settings: JSON.stringify({ pixelKey: key }) });
     expect(ops(SHOP).slice(-1)).toEqual(['webPixelCreate']);

@@ -26,7 +26,9 @@ describe('the JSONL line splitter', () => {
     const bytes = Buffer.from(FILE, 'utf8');
     const all = await collect(jsonlLines(chunked(FILE, 4)));
     const third = all[2]!;
-    const resumed = await collect(jsonlLines(chunked(bytes.subarray(third.start).toString('utf8'), 3), { firstByte: third.start, firstLine: third.number - 1 }));
+    const resumed = await collect(
+      jsonlLines(chunked(bytes.subarray(third.start).toString('utf8'), 3), { firstByte: third.start, firstLine: third.number - 1 }),
+    );
     expect(resumed).toEqual([third]);
   });
 
@@ -36,7 +38,9 @@ describe('the JSONL line splitter', () => {
   });
 
   it('refuses a line longer than the limit instead of buffering it', async () => {
-    await expect(collect(jsonlLines(chunked(`{"x":"${'y'.repeat(5000)}"}\n`, 256), { maxLineBytes: 1024 }))).rejects.toBeInstanceOf(LineTooLongError);
+    await expect(collect(jsonlLines(chunked(`{"x":"${'y'.repeat(5000)}"}\n`, 256), { maxLineBytes: 1024 }))).rejects.toBeInstanceOf(
+      LineTooLongError,
+    );
   });
 });
 

@@ -16,7 +16,14 @@ function message(r: ReturnType<typeof mapImportedOrder>) {
 describe('imported orders', () => {
   it.each([4, 7, 12])('carry the same event_attribute and contact as order_placed for the same order (#%i), plus historical', (n) => {
     const rest = JSON.parse(JSON.stringify(sampleOrder(n)));
-    const live = mapWebhook({ topic: 'orders/create', payload: rest, webhookId: 'wh-1', shopDomain: SHOP, receivedAt: NOW, settings: DEFAULT_SETTINGS });
+    const live = mapWebhook({
+      topic: 'orders/create',
+      payload: rest,
+      webhookId: 'wh-1',
+      shopDomain: SHOP,
+      receivedAt: NOW,
+      settings: DEFAULT_SETTINGS,
+    });
     const placed = live.messages.find((m) => m.eventName === 'order_placed')!;
     const { order, lineItems } = graphqlOrder(n);
     const imported = message(mapImportedOrder(order, lineItems, ctx));
@@ -27,7 +34,15 @@ describe('imported orders', () => {
     const { event_attribute: _b, event_name: name, ...importedContact } = imported.body;
     expect(importedContact).toEqual(liveContact);
     expect(name).toBe('order_imported');
-    expect(imported).toMatchObject({ sourceId, eventName: 'order_imported', topic: 'import/orders', email: placed.email, customerId: placed.customerId, orderId: String(rest.id), runAt: NOW });
+    expect(imported).toMatchObject({
+      sourceId,
+      eventName: 'order_imported',
+      topic: 'import/orders',
+      email: placed.email,
+      customerId: placed.customerId,
+      orderId: String(rest.id),
+      runAt: NOW,
+    });
   });
 
   it('uses the configured event name', () => {
@@ -54,7 +69,13 @@ describe('imported orders', () => {
 describe('imported customers', () => {
   it('carry the contact properties, orders count and amount spent', () => {
     const m = message(mapImportedCustomer(graphqlCustomer(10), ctx));
-    expect(m).toMatchObject({ sourceId: 'import:customer:7000000000010', eventName: 'customer_imported', topic: 'import/customers', customerId: '7000000000010', email: 'ava.khan.10@example.com' });
+    expect(m).toMatchObject({
+      sourceId: 'import:customer:7000000000010',
+      eventName: 'customer_imported',
+      topic: 'import/customers',
+      customerId: '7000000000010',
+      email: 'ava.khan.10@example.com',
+    });
     expect(m.body).toEqual({
       event_name: 'customer_imported',
       email: 'ava.khan.10@example.com',
@@ -92,9 +113,28 @@ describe('imported customers', () => {
   });
 
   it('reads the older fields (email, phone, emailMarketingConsent) too', () => {
-    const c = restCustomer({ id: 'gid://shopify/Customer/42', email: 'Old@Example.com ', phone: '+15550001', emailMarketingConsent: { marketingState: 'UNSUBSCRIBED', marketingOptInLevel: 'SINGLE_OPT_IN', consentUpdatedAt: '2025-01-01T00:00:00Z' } });
-    expect(c).toMatchObject({ id: '42', email: 'Old@Example.com', phone: '+15550001', email_marketing_consent: { state: 'unsubscribed', opt_in_level: 'single_opt_in' } });
-    const m = message(mapImportedCustomer({ id: 'gid://shopify/Customer/42', email: 'Old@Example.com ', emailMarketingConsent: { marketingState: 'UNSUBSCRIBED' } }, ctx));
+    const c = restCustomer({
+      id: 'gid://shopify/Customer/42',
+      email: 'Old@Example.com ',
+      phone: '+15550001',
+      emailMarketingConsent: {
+        marketingState: 'UNSUBSCRIBED',
+        marketingOptInLevel: 'SINGLE_OPT_IN',
+        consentUpdatedAt: '2025-01-01T00:00:00Z',
+      },
+    });
+    expect(c).toMatchObject({
+      id: '42',
+      email: 'Old@Example.com',
+      phone: '+15550001',
+      email_marketing_consent: { state: 'unsubscribed', opt_in_level: 'single_opt_in' },
+    });
+    const m = message(
+      mapImportedCustomer(
+        { id: 'gid://shopify/Customer/42', email: 'Old@Example.com ', emailMarketingConsent: { marketingState: 'UNSUBSCRIBED' } },
+        ctx,
+      ),
+    );
     expect(m.email).toBe('old@example.com');
     expect(m.body).toMatchObject({ email_marketing_state: 'unsubscribed', accepts_marketing: false });
   });

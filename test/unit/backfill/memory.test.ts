@@ -12,7 +12,11 @@ jest.setTimeout(90_000);
 
 it('reads a 50 MB result with memory that does not grow with the file', async () => {
   const root = path.resolve(__dirname, '../../..');
-  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', 'bench/backfill-memory.ts', '--json', '5', '50'], { cwd: root, maxBuffer: 1 << 20 });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--expose-gc', '--import', 'tsx', 'bench/backfill-memory.ts', '--json', '5', '50'],
+    { cwd: root, maxBuffer: 1 << 20 },
+  );
   const [small, large] = JSON.parse(stdout.trim().split('\n').pop()!) as [MemoryRow, MemoryRow];
   process.stdout.write(`\n${formatTable([small, large])}\n`);
   expect(large.fileMB).toBeGreaterThanOrEqual(50);

@@ -13,7 +13,11 @@ describe('backfill progress', () => {
     p.counts.customers = { total: 10, processed: 10, queued: 9, skipped: 1 };
     expect(parseProgress(JSON.stringify(p))).toEqual({ ...p, note: null });
     expect(parseProgress('not json')).toEqual(emptyProgress());
-    expect(parseProgress('{"line":-4,"kind":"products","done":["orders","x","orders"]}')).toMatchObject({ line: 0, kind: null, done: ['orders'] });
+    expect(parseProgress('{"line":-4,"kind":"products","done":["orders","x","orders"]}')).toMatchObject({
+      line: 0,
+      kind: null,
+      done: ['orders'],
+    });
   });
 
   it('orders kinds customers first and drops unknown ones', () => {
@@ -33,20 +37,31 @@ describe('backfill progress', () => {
     p.counts.orders = { total: 50, processed: 30, queued: 25, skipped: 5 };
     Object.assign(p, { operationId: 'op', url: 'u', line: 40, byte: 4000, attempts: 2 });
     resetKind(p, 'orders', true);
-    expect(p).toMatchObject({ kind: 'orders', operationId: null, url: null, line: 0, byte: 0, attempts: 2, counts: { orders: { total: 50, processed: 0, queued: 25, skipped: 0 } } });
+    expect(p).toMatchObject({
+      kind: 'orders',
+      operationId: null,
+      url: null,
+      line: 0,
+      byte: 0,
+      attempts: 2,
+      counts: { orders: { total: 50, processed: 0, queued: 25, skipped: 0 } },
+    });
   });
 });
 
 describe('bulk queries', () => {
   it('filters orders by creation date, quoted as Shopify’s search syntax wants', () => {
     expect(sinceFilter(new Date('2025-11-21T10:20:30.456Z'))).toBe("created_at:>='2025-11-21T10:20:30Z'");
-    expect(bulkQuery('orders', new Date('2025-11-21T00:00:00Z'))).toContain(`orders(query: "created_at:>='2025-11-21T00:00:00Z'", sortKey: CREATED_AT)`);
+    expect(bulkQuery('orders', new Date('2025-11-21T00:00:00Z'))).toContain(
+      `orders(query: "created_at:>='2025-11-21T00:00:00Z'", sortKey: CREATED_AT)`,
+    );
     expect(bulkQuery('orders', null)).toContain('orders(sortKey: CREATED_AT)');
   });
 
   it('asks for the fields the mappers need and no `first` on connections', () => {
     const customers = bulkQuery('customers', null);
-    for (const f of ['defaultEmailAddress', 'marketingState', 'numberOfOrders', 'amountSpent', 'tags', 'defaultPhoneNumber']) expect(customers).toContain(f);
+    for (const f of ['defaultEmailAddress', 'marketingState', 'numberOfOrders', 'amountSpent', 'tags', 'defaultPhoneNumber'])
+      expect(customers).toContain(f);
     expect(bulkQuery('orders', null)).toContain('lineItems');
     expect(`${customers}${bulkQuery('orders', null)}`).not.toMatch(/first:/);
   });

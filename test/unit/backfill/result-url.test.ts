@@ -10,7 +10,13 @@ import type { ShopifyApi } from '../../../src/integrations/shopify/api';
 import type { OfflineTokens } from '../../../src/integrations/shopify/tokens';
 
 const source = (production: boolean) =>
-  createShopifyBulkSource({ shopify: {} as ShopifyApi, tokens: {} as OfflineTokens, logger: createLogger('silent'), production, downloadTimeoutMs: 2_000 });
+  createShopifyBulkSource({
+    shopify: {} as ShopifyApi,
+    tokens: {} as OfflineTokens,
+    logger: createLogger('silent'),
+    production,
+    downloadTimeoutMs: 2_000,
+  });
 
 async function listen(server: net.Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -53,10 +59,17 @@ describe('downloading a bulk result', () => {
     const port = await listen(server);
     try {
       for (const url of [`https://127.0.0.1:${port}/results/1.jsonl?Signature=s3cret`, `http://127.0.0.1:${port}/results/1.jsonl`]) {
-        const err = await source(true).open(url, 0, new AbortController().signal).then(() => null, (e: unknown) => e);
+        const err = await source(true)
+          .open(url, 0, new AbortController().signal)
+          .then(
+            () => null,
+            (e: unknown) => e,
+          );
         expect(err).toBeInstanceOf(BulkSourceError);
         expect((err as BulkSourceError).kind).toBe('failed');
-        expect((err as Error).message).toMatch(/^Shopify gave a result URL on https?:\/\/127\.0\.0\.1:\d+, which is not Shopify's storage \(https on storage\.googleapis\.com, \*\.shopifycloud\.com, \*\.shopifycdn\.com\): not fetched$/);
+        expect((err as Error).message).toMatch(
+          /^Shopify gave a result URL on https?:\/\/127\.0\.0\.1:\d+, which is not Shopify's storage \(https on storage\.googleapis\.com, \*\.shopifycloud\.com, \*\.shopifycdn\.com\): not fetched$/,
+        );
         // the signed part of the URL is a credential: never in an error the merchant sees
         expect((err as Error).message).not.toContain('s3cret');
       }
@@ -67,7 +80,9 @@ describe('downloading a bulk result', () => {
   });
 
   it('outside production, fetches the simulated shop over plain http', async () => {
-    const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/jsonl' }).end('{"id":"gid://shopify/Customer/1"}\n'));
+    const server = http.createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/jsonl' }).end('{"id":"gid://shopify/Customer/1"}\n'),
+    );
     const port = await listen(server);
     try {
       const opened = await source(false).open(`http://127.0.0.1:${port}/results/1.jsonl`, 0, new AbortController().signal);

@@ -11,7 +11,10 @@ describe('createHttpServer', () => {
     const app = express();
     const seen: Array<{ req: boolean; res: boolean; message: boolean }> = [];
     app.post('/echo', express.json(), (req, res) => {
-      res.status(201).set('x-test', 'yes').json({ got: req.body, path: req.path, ip: typeof req.ip });
+      res
+        .status(201)
+        .set('x-test', 'yes')
+        .json({ got: req.body, path: req.path, ip: typeof req.ip });
     });
     const server = createHttpServer(app);
     // idle connections outlive a load balancer's 60 s
@@ -21,7 +24,11 @@ describe('createHttpServer', () => {
     // a listener that runs before express's: what the objects were made as
     server.prependListener('request', (req, res) => {
       const proto = app as unknown as { request: object; response: object };
-      seen.push({ req: Object.getPrototypeOf(req) === proto.request, res: Object.getPrototypeOf(res) === proto.response, message: req instanceof http.IncomingMessage && res instanceof http.ServerResponse });
+      seen.push({
+        req: Object.getPrototypeOf(req) === proto.request,
+        res: Object.getPrototypeOf(res) === proto.response,
+        message: req instanceof http.IncomingMessage && res instanceof http.ServerResponse,
+      });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
@@ -32,7 +39,10 @@ describe('createHttpServer', () => {
         expect(res.headers.get('x-test')).toBe('yes');
         expect(await res.json()).toEqual({ got: { n: i }, path: '/echo', ip: 'string' });
       }
-      expect(seen).toEqual([{ req: true, res: true, message: true }, { req: true, res: true, message: true }]);
+      expect(seen).toEqual([
+        { req: true, res: true, message: true },
+        { req: true, res: true, message: true },
+      ]);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }

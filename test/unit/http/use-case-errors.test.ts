@@ -39,7 +39,9 @@ describe('use-case errors over HTTP', () => {
   });
 
   it('carries the details a use case adds, such as the running import’s id', async () => {
-    const res = await request(appThrowing(() => new UseCaseError('backfill_running', 'An import is already running', { backfill_id: 'b1' }))).get('/api/boom');
+    const res = await request(
+      appThrowing(() => new UseCaseError('backfill_running', 'An import is already running', { backfill_id: 'b1' })),
+    ).get('/api/boom');
     expect(res.status).toBe(409);
     expect(res.body).toEqual({ error: { code: 'backfill_running', message: 'An import is already running', backfill_id: 'b1' } });
   });

@@ -6,8 +6,10 @@ import { bigOrderBody, totalQuantity } from '../../helpers/big-order';
 import { fixture, input, settingsWith } from './helpers';
 
 const LINES = 10_000;
-const attributesOf = (out: MapOutput, event: string) => out.messages.concat(out.upserts).find((m) => m.eventName === event)!.body.event_attribute;
-const bodySize = (out: MapOutput, event: string) => Buffer.byteLength(JSON.stringify(out.messages.concat(out.upserts).find((m) => m.eventName === event)!.body));
+const attributesOf = (out: MapOutput, event: string) =>
+  out.messages.concat(out.upserts).find((m) => m.eventName === event)!.body.event_attribute;
+const bodySize = (out: MapOutput, event: string) =>
+  Buffer.byteLength(JSON.stringify(out.messages.concat(out.upserts).find((m) => m.eventName === event)!.body));
 
 describe('an order with 10,000 line items', () => {
   const raw = bigOrderBody(LINES);
@@ -22,7 +24,9 @@ describe('an order with 10,000 line items', () => {
     const a = attributesOf(out, 'order_placed');
     expect(MAX_LINE_ITEMS).toBe(100);
     expect(a.line_items).toHaveLength(MAX_LINE_ITEMS);
-    expect((a.line_items as Array<{ sku: string }>).map((li) => li.sku)).toEqual(Array.from({ length: MAX_LINE_ITEMS }, (_, i) => `NB-A5-${i}`));
+    expect((a.line_items as Array<{ sku: string }>).map((li) => li.sku)).toEqual(
+      Array.from({ length: MAX_LINE_ITEMS }, (_, i) => `NB-A5-${i}`),
+    );
     expect(a.line_items_truncated).toBe(true);
     expect(a.item_count).toBe(totalQuantity(LINES));
     // 2 MB before the cap; 100 items of about 250 bytes each now
@@ -73,7 +77,10 @@ describe('lists within the caps are sent as they always were', () => {
 
 describe('the other unbounded lists', () => {
   it('discount_codes is cut to 50 with discount_codes_truncated', () => {
-    const order = { ...fixture('orders-create'), discount_codes: Array.from({ length: 500 }, (_, i) => ({ code: `CODE${i}`, amount: '1.00', type: 'fixed_amount' })) };
+    const order = {
+      ...fixture('orders-create'),
+      discount_codes: Array.from({ length: 500 }, (_, i) => ({ code: `CODE${i}`, amount: '1.00', type: 'fixed_amount' })),
+    };
     const a = attributesOf(mapWebhook(input('orders/create', order)), 'order_placed');
     expect(MAX_LIST_ENTRIES).toBe(50);
     expect(a.discount_codes).toEqual(Array.from({ length: MAX_LIST_ENTRIES }, (_, i) => `CODE${i}`));
@@ -82,7 +89,12 @@ describe('the other unbounded lists', () => {
 
   it('order_fulfilled cuts tracking numbers and URLs', () => {
     const numbers = Array.from({ length: 300 }, (_, i) => `1Z${String(i).padStart(16, '0')}`);
-    const order = { ...fixture('orders-fulfilled'), fulfillments: [{ id: 1, status: 'success', tracking_numbers: numbers, tracking_urls: numbers.map((n) => `https://ups.example/${n}`) }] };
+    const order = {
+      ...fixture('orders-fulfilled'),
+      fulfillments: [
+        { id: 1, status: 'success', tracking_numbers: numbers, tracking_urls: numbers.map((n) => `https://ups.example/${n}`) },
+      ],
+    };
     const a = attributesOf(mapWebhook(input('orders/fulfilled', order)), 'order_fulfilled');
     expect(a.tracking_numbers).toEqual(numbers.slice(0, MAX_LIST_ENTRIES));
     expect(a).toMatchObject({ tracking_numbers_truncated: true, tracking_urls_truncated: true });
@@ -101,7 +113,9 @@ describe('the other unbounded lists', () => {
 
   it('a shipping event that takes its items from a huge stored order says they were cut', () => {
     const summary = mapWebhook(input('orders/create', parseWebhookBody(bigOrderBody(LINES)))).orderSummary!;
-    const out = mapWebhook(input('fulfillment_events/create', fixture('fulfillment-events-create-delivered'), { order: summary, fulfillment: null }));
+    const out = mapWebhook(
+      input('fulfillment_events/create', fixture('fulfillment-events-create-delivered'), { order: summary, fulfillment: null }),
+    );
     const a = attributesOf(out, 'shipment_delivered');
     expect(a.line_items).toHaveLength(MAX_LINE_ITEMS);
     expect(a.line_items_truncated).toBe(true);

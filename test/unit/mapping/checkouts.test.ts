@@ -14,8 +14,26 @@ const CHECKOUT = {
   currency: 'USD',
   item_count: 3,
   line_items: [
-    { ...NO_PRODUCT, product_id: '788032119674292922', variant_id: '49148385', title: 'Merino Wool Beanie', variant_title: 'Charcoal', sku: 'NW-BEAN-CHR', quantity: 2, price: 34 },
-    { ...NO_PRODUCT, product_id: '632910392', variant_id: '808950810', title: 'Trail Running Socks - 3 Pack', variant_title: 'M', sku: 'NW-SOCK-3PK-M', quantity: 1, price: 24.99 },
+    {
+      ...NO_PRODUCT,
+      product_id: '788032119674292922',
+      variant_id: '49148385',
+      title: 'Merino Wool Beanie',
+      variant_title: 'Charcoal',
+      sku: 'NW-BEAN-CHR',
+      quantity: 2,
+      price: 34,
+    },
+    {
+      ...NO_PRODUCT,
+      product_id: '632910392',
+      variant_id: '808950810',
+      title: 'Trail Running Socks - 3 Pack',
+      variant_title: 'M',
+      sku: 'NW-SOCK-3PK-M',
+      quantity: 1,
+      price: 24.99,
+    },
   ],
 };
 
@@ -26,7 +44,12 @@ describe('checkouts/create', () => {
     const out = mapWebhook(input('checkouts/create', checkout));
     expect(out.messages).toHaveLength(1);
     const [m] = out.messages;
-    expect(m).toMatchObject({ sourceId: `checkout:${TOKEN}:started`, eventName: 'checkout_started', checkoutToken: TOKEN, customerId: '9007199254740993' });
+    expect(m).toMatchObject({
+      sourceId: `checkout:${TOKEN}:started`,
+      eventName: 'checkout_started',
+      checkoutToken: TOKEN,
+      customerId: '9007199254740993',
+    });
     expect(m?.body.event_attribute).toEqual({
       shop_domain: SHOP,
       source_id: `checkout:${TOKEN}:started`,
@@ -41,7 +64,11 @@ describe('checkouts/create', () => {
     const [u] = out.upserts;
     expect(u).toMatchObject({ sourceId: `checkout:${TOKEN}:abandoned`, eventName: 'checkout_abandoned', email: 'jane.okafor@example.com' });
     expect(u?.runAt.toISOString()).toBe('2026-11-04T20:10:02.000Z');
-    expect(u?.body.event_attribute).toMatchObject({ source_id: `checkout:${TOKEN}:abandoned`, occurred_at: '2026-11-04T20:10:02.000Z', abandoned_checkout_url: RECOVER_URL });
+    expect(u?.body.event_attribute).toMatchObject({
+      source_id: `checkout:${TOKEN}:abandoned`,
+      occurred_at: '2026-11-04T20:10:02.000Z',
+      abandoned_checkout_url: RECOVER_URL,
+    });
   });
 
   it('follows a custom abandonment delay', () => {
@@ -95,11 +122,13 @@ describe('when checkout_abandoned fires: the merchant’s delay, and the grace o
   const ACTIVITY = Date.parse('2026-11-04T19:10:02.000Z');
   const policy = { graceMs: 10 * 60_000, maxAgeMs: 7 * 86_400_000 };
   const runAt = (receivedAfterMs: number, delayMinutes: number) =>
-    mapWebhook(input('checkouts/create', checkout, {
-      receivedAt: new Date(ACTIVITY + receivedAfterMs),
-      settings: settingsWith({ abandonment_delay_minutes: delayMinutes }),
-      abandonment: policy,
-    })).upserts[0]!.runAt.getTime();
+    mapWebhook(
+      input('checkouts/create', checkout, {
+        receivedAt: new Date(ACTIVITY + receivedAfterMs),
+        settings: settingsWith({ abandonment_delay_minutes: delayMinutes }),
+        abandonment: policy,
+      }),
+    ).upserts[0]!.runAt.getTime();
 
   it('a checkout that arrives at once fires at its 5-minute delay, not after the 10-minute grace', () => {
     expect(runAt(2_000, 5)).toBe(ACTIVITY + 5 * 60_000);

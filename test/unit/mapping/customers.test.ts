@@ -70,7 +70,10 @@ describe('customers/update', () => {
     const out = update(updated, { customerState: stateAfterCreate });
     expect(out.messages.map((m) => m.eventName)).toEqual(['customer_updated', 'email_unsubscribed']);
     expect(out.messages[0]?.body).toMatchObject({ email_marketing_state: 'unsubscribed', accepts_marketing: false });
-    expect(out.messages[1]).toMatchObject({ sourceId: `${WEBHOOK_ID}:email_unsubscribed`, body: { event_attribute: { occurred_at: '2026-11-20T23:44:09.000Z' } } });
+    expect(out.messages[1]).toMatchObject({
+      sourceId: `${WEBHOOK_ID}:email_unsubscribed`,
+      body: { event_attribute: { occurred_at: '2026-11-20T23:44:09.000Z' } },
+    });
     expect(out.customerState?.consentState).toBe('unsubscribed');
     expect(out.customerState?.digest).not.toBe(stateAfterCreate.digest);
   });
@@ -78,7 +81,13 @@ describe('customers/update', () => {
   it('sends nothing when no mapped property or consent changed', () => {
     const noteOnly = { ...created, note: 'Prefers morning delivery', updated_at: '2026-05-01T10:00:00-04:00', state: 'enabled' };
     const out = update(noteOnly, { customerState: stateAfterCreate });
-    expect(out).toEqual({ ignored: 'no mapped property or consent changed', messages: [], upserts: [], customerId: JANE_ID, customerState: stateAfterCreate });
+    expect(out).toEqual({
+      ignored: 'no mapped property or consent changed',
+      messages: [],
+      upserts: [],
+      customerId: JANE_ID,
+      customerState: stateAfterCreate,
+    });
   });
 
   it('sends customer_updated alone when a mapped property changed', () => {
@@ -90,12 +99,17 @@ describe('customers/update', () => {
   it('ignores changes to a property the merchant does not send', () => {
     const settings = settingsWith({ contact_properties: { phone: false } });
     const state = mapWebhook(input('customers/create', created, { settings })).customerState!;
-    expect(update({ ...created, phone: '+15035550999' }, { settings, customerState: state }).ignored).toBe('no mapped property or consent changed');
+    expect(update({ ...created, phone: '+15035550999' }, { settings, customerState: state }).ignored).toBe(
+      'no mapped property or consent changed',
+    );
   });
 
   it('sends email_subscribed when a known customer subscribes', () => {
     const before = update(updated, { customerState: stateAfterCreate }).customerState!;
-    const resubscribed = { ...updated, email_marketing_consent: { state: 'subscribed', opt_in_level: 'confirmed_opt_in', consent_updated_at: '2026-11-22T09:00:00-05:00' } };
+    const resubscribed = {
+      ...updated,
+      email_marketing_consent: { state: 'subscribed', opt_in_level: 'confirmed_opt_in', consent_updated_at: '2026-11-22T09:00:00-05:00' },
+    };
     const out = update(resubscribed, { customerState: before });
     expect(out.messages.map((m) => m.eventName)).toEqual(['customer_updated', 'email_subscribed']);
   });

@@ -1,4 +1,13 @@
-import { lookupKeys, mapWebhook, normalizeTopic, orderSummaryOf, type MapInput, type MapOutput, type StoredFulfillment, type StoredOrder } from '../../../src/mapping';
+import {
+  lookupKeys,
+  mapWebhook,
+  normalizeTopic,
+  orderSummaryOf,
+  type MapInput,
+  type MapOutput,
+  type StoredFulfillment,
+  type StoredOrder,
+} from '../../../src/mapping';
 import { sampleFulfillment, sampleFulfillmentEvent, sampleOrder, SHIPMENT_SEQUENCE } from '../../../sandbox/samples';
 import { EVENT_DEFAULTS } from '../../../src/settings/settings';
 import { fixture, input, RECEIVED_AT, settingsWith, SHOP } from './helpers';
@@ -8,9 +17,36 @@ const ORDER_ID = '820982911946154508';
 const JANE = 'jane.okafor@example.com';
 // no product lookup in these tests: the Admin API fields stay null
 const NO_PRODUCT = { image_url: null, product_url: null, product_handle: null };
-const BEANIE = { ...NO_PRODUCT, product_id: '788032119674292922', variant_id: '49148385', title: 'Merino Wool Beanie', variant_title: 'Charcoal', sku: 'NW-BEAN-CHR', quantity: 2, price: 34 };
-const SOCKS = { ...NO_PRODUCT, product_id: '632910392', variant_id: '808950810', title: 'Trail Running Socks - 3 Pack', variant_title: 'M', sku: 'NW-SOCK-3PK-M', quantity: 1, price: 24.99 };
-const TOTE = { ...NO_PRODUCT, product_id: '921728736', variant_id: '457924702', title: 'Waxed Canvas Tote', variant_title: null, sku: null, quantity: 1, price: 89.5 };
+const BEANIE = {
+  ...NO_PRODUCT,
+  product_id: '788032119674292922',
+  variant_id: '49148385',
+  title: 'Merino Wool Beanie',
+  variant_title: 'Charcoal',
+  sku: 'NW-BEAN-CHR',
+  quantity: 2,
+  price: 34,
+};
+const SOCKS = {
+  ...NO_PRODUCT,
+  product_id: '632910392',
+  variant_id: '808950810',
+  title: 'Trail Running Socks - 3 Pack',
+  variant_title: 'M',
+  sku: 'NW-SOCK-3PK-M',
+  quantity: 1,
+  price: 24.99,
+};
+const TOTE = {
+  ...NO_PRODUCT,
+  product_id: '921728736',
+  variant_id: '457924702',
+  title: 'Waxed Canvas Tote',
+  variant_title: null,
+  sku: null,
+  quantity: 1,
+  price: 89.5,
+};
 const TRACKING = {
   tracking_company: 'UPS',
   tracking_numbers: ['1Z999AA10123456784'],
@@ -44,7 +80,8 @@ const SHIPPED: StoredFulfillment = {
 
 const created = () => fixture('fulfillments-create');
 const updated = () => fixture('fulfillments-update');
-const event = (status: 'out-for-delivery' | 'delivered' | 'attempted-delivery' | 'failure') => fixture(`fulfillment-events-create-${status}`);
+const event = (status: 'out-for-delivery' | 'delivered' | 'attempted-delivery' | 'failure') =>
+  fixture(`fulfillment-events-create-${status}`);
 const names = (out: MapOutput) => out.messages.map((m) => m.eventName);
 
 type Step = [topic: string, payload: unknown];
@@ -96,7 +133,10 @@ describe('fulfillments/create', () => {
   });
 
   it('accepts the library topic spelling FULFILLMENTS_CREATE', () => {
-    expect(mapWebhook(input('FULFILLMENTS_CREATE', created())).messages[0]).toMatchObject({ topic: 'fulfillments/create', eventName: 'order_shipped' });
+    expect(mapWebhook(input('FULFILLMENTS_CREATE', created())).messages[0]).toMatchObject({
+      topic: 'fulfillments/create',
+      eventName: 'order_shipped',
+    });
   });
 
   it('names the customer of the stored order, for the receipt and the message', () => {
@@ -107,7 +147,14 @@ describe('fulfillments/create', () => {
   });
 
   it('records a fulfillment without a tracking number as ignored, and keeps what it knows', () => {
-    const payload = { ...created(), tracking_company: null, tracking_number: null, tracking_numbers: [], tracking_url: null, tracking_urls: [] };
+    const payload = {
+      ...created(),
+      tracking_company: null,
+      tracking_number: null,
+      tracking_numbers: [],
+      tracking_url: null,
+      tracking_urls: [],
+    };
     const out = mapWebhook(input('fulfillments/create', payload));
     expect(out).toMatchObject({ ignored: 'the fulfillment has no tracking number yet', messages: [] });
     expect(out.fulfillmentState).toEqual({ ...SHIPPED, trackingCompany: null, trackingNumbers: [], trackingUrls: [], sent: [] });
@@ -120,7 +167,9 @@ describe('fulfillments/create', () => {
 
   it('is ignored, not thrown, when the payload is not a fulfillment', () => {
     expect(mapWebhook(input('fulfillments/create', { order_id: 1 })).ignored).toBe('payload is not a fulfillment');
-    expect(mapWebhook(input('fulfillment_events/create', { id: 1, status: 'delivered' })).ignored).toBe('payload is not a fulfillment event');
+    expect(mapWebhook(input('fulfillment_events/create', { id: 1, status: 'delivered' })).ignored).toBe(
+      'payload is not a fulfillment event',
+    );
   });
 });
 
@@ -129,7 +178,11 @@ describe('fulfillments/update', () => {
     const untracked: StoredFulfillment = { ...SHIPPED, trackingCompany: null, trackingNumbers: [], trackingUrls: [], sent: [] };
     const out = mapWebhook(input('fulfillments/update', { ...updated(), shipment_status: null }, { fulfillment: untracked }));
     expect(names(out)).toEqual(['order_shipped']);
-    expect(out.messages[0]?.body.event_attribute).toMatchObject({ occurred_at: '2026-11-07T13:14:52.000Z', ...TRACKING, shipment_status: null });
+    expect(out.messages[0]?.body.event_attribute).toMatchObject({
+      occurred_at: '2026-11-07T13:14:52.000Z',
+      ...TRACKING,
+      shipment_status: null,
+    });
     expect(out.fulfillmentState?.sent).toEqual(['order_shipped']);
   });
 
@@ -156,7 +209,10 @@ describe('fulfillments/update', () => {
   });
 
   it('sends nothing new when repeated', () => {
-    const [first, again] = play([['fulfillments/update', updated()], ['fulfillments/update', updated()]]);
+    const [first, again] = play([
+      ['fulfillments/update', updated()],
+      ['fulfillments/update', updated()],
+    ]);
     expect(names(first!)).toEqual(['order_shipped', 'shipment_out_for_delivery']);
     expect(again).toMatchObject({ ignored: 'shipment_out_for_delivery already sent for this fulfillment', messages: [] });
     expect(again?.fulfillmentState).toEqual(first?.fulfillmentState);
@@ -165,9 +221,21 @@ describe('fulfillments/update', () => {
 
 describe('fulfillment_events/create', () => {
   it.each([
-    ['out-for-delivery', 'shipment_out_for_delivery', 'out_for_delivery', '2026-11-07T13:14:50.000Z', { estimated_delivery_at: '2026-11-08T01:00:00.000Z' }],
+    [
+      'out-for-delivery',
+      'shipment_out_for_delivery',
+      'out_for_delivery',
+      '2026-11-07T13:14:50.000Z',
+      { estimated_delivery_at: '2026-11-08T01:00:00.000Z' },
+    ],
     ['delivered', 'shipment_delivered', 'delivered', '2026-11-07T20:41:07.000Z', {}],
-    ['attempted-delivery', 'shipment_delivery_failed', 'attempted_delivery', '2026-11-07T17:03:26.000Z', { estimated_delivery_at: '2026-11-10T01:00:00.000Z' }],
+    [
+      'attempted-delivery',
+      'shipment_delivery_failed',
+      'attempted_delivery',
+      '2026-11-07T17:03:26.000Z',
+      { estimated_delivery_at: '2026-11-10T01:00:00.000Z' },
+    ],
     ['failure', 'shipment_delivery_failed', 'failure', '2026-11-12T15:20:00.000Z', {}],
   ] as const)('%s sends %s with the stored tracking and items', (name, eventName, status, occurredAt, estimate) => {
     const out = mapWebhook(input('fulfillment_events/create', event(name), { fulfillment: SHIPPED, order: STORED_ORDER }));
@@ -207,7 +275,9 @@ describe('fulfillment_events/create', () => {
   });
 
   it('forwards no other status, and says which', () => {
-    const out = mapWebhook(input('fulfillment_events/create', { ...event('out-for-delivery'), status: 'in_transit' }, { fulfillment: SHIPPED }));
+    const out = mapWebhook(
+      input('fulfillment_events/create', { ...event('out-for-delivery'), status: 'in_transit' }, { fulfillment: SHIPPED }),
+    );
     expect(out).toMatchObject({ ignored: 'shipment status in_transit is not forwarded', messages: [] });
     expect(out.fulfillmentState).toEqual(SHIPPED);
   });
@@ -218,13 +288,20 @@ describe('fulfillment_events/create', () => {
   });
 
   it('keeps the ids exact through the parser', () => {
-    expect(event('delivered')).toMatchObject({ id: '9213687404391827463', fulfillment_id: FULFILLMENT_ID, order_id: ORDER_ID, shop_id: 70318112938 });
+    expect(event('delivered')).toMatchObject({
+      id: '9213687404391827463',
+      fulfillment_id: FULFILLMENT_ID,
+      order_id: ORDER_ID,
+      shop_id: 70318112938,
+    });
   });
 });
 
 describe('the email of a shipping event', () => {
   it('comes from the stored order when the fulfillment carries none', () => {
-    const out = mapWebhook(input('fulfillments/create', { ...created(), email: null }, { order: { ...STORED_ORDER, email: 'order.email@example.com' } }));
+    const out = mapWebhook(
+      input('fulfillments/create', { ...created(), email: null }, { order: { ...STORED_ORDER, email: 'order.email@example.com' } }),
+    );
     expect(out.messages[0]?.email).toBe('order.email@example.com');
     expect(out.fulfillmentState?.email).toBe('order.email@example.com');
   });
@@ -232,14 +309,24 @@ describe('the email of a shipping event', () => {
   it('comes from the stored order for an event of a fulfillment never seen, with the order name and items', () => {
     const out = mapWebhook(input('fulfillment_events/create', event('out-for-delivery'), { fulfillment: null, order: STORED_ORDER }));
     expect(out.messages[0]?.email).toBe(JANE);
-    expect(out.messages[0]?.body.event_attribute).toMatchObject({ order_name: '#1042', tracking_numbers: [], tracking_urls: [], tracking_company: null, line_items: [BEANIE, SOCKS, TOTE] });
+    expect(out.messages[0]?.body.event_attribute).toMatchObject({
+      order_name: '#1042',
+      tracking_numbers: [],
+      tracking_urls: [],
+      tracking_company: null,
+      line_items: [BEANIE, SOCKS, TOTE],
+    });
   });
 
   it("prefers the payload's, then the stored fulfillment's, to the order's; trimmed and lower-cased", () => {
     const order = { ...STORED_ORDER, email: 'order@example.com' };
-    expect(mapWebhook(input('fulfillments/create', { ...created(), email: ' Jane.Okafor@Example.COM ' }, { order })).messages[0]?.email).toBe(JANE);
+    expect(
+      mapWebhook(input('fulfillments/create', { ...created(), email: ' Jane.Okafor@Example.COM ' }, { order })).messages[0]?.email,
+    ).toBe(JANE);
     const stored = { ...SHIPPED, email: 'fulfillment@example.com' };
-    expect(mapWebhook(input('fulfillment_events/create', event('delivered'), { fulfillment: stored, order })).messages[0]?.email).toBe('fulfillment@example.com');
+    expect(mapWebhook(input('fulfillment_events/create', event('delivered'), { fulfillment: stored, order })).messages[0]?.email).toBe(
+      'fulfillment@example.com',
+    );
   });
 
   it('falls back to the email of the last message stored for the order (orderEmail)', () => {
@@ -280,28 +367,56 @@ describe('arrival order and repeats', () => {
   ];
 
   it('drops an out_for_delivery that arrives after delivered', () => {
-    const outs = play([['fulfillments/create', created()], ['fulfillment_events/create', event('delivered')], ['fulfillment_events/create', event('out-for-delivery')]]);
+    const outs = play([
+      ['fulfillments/create', created()],
+      ['fulfillment_events/create', event('delivered')],
+      ['fulfillment_events/create', event('out-for-delivery')],
+    ]);
     expect(outs.map(names)).toEqual([['order_shipped'], ['shipment_delivered'], []]);
     expect(outs[2]?.ignored).toBe('the shipment was already delivered');
     expect(outs[2]?.fulfillmentState?.sent).toEqual(['order_shipped', 'shipment_delivered']);
   });
 
   it('sends a failed attempt before the delivery, but no failure after it', () => {
-    const before = play([['fulfillment_events/create', event('attempted-delivery')], ['fulfillment_events/create', event('delivered')]], { fulfillment: SHIPPED });
+    const before = play(
+      [
+        ['fulfillment_events/create', event('attempted-delivery')],
+        ['fulfillment_events/create', event('delivered')],
+      ],
+      { fulfillment: SHIPPED },
+    );
     expect(before.map(names)).toEqual([['shipment_delivery_failed'], ['shipment_delivered']]);
-    const after = play([['fulfillment_events/create', event('delivered')], ['fulfillment_events/create', event('failure')]], { fulfillment: SHIPPED });
+    const after = play(
+      [
+        ['fulfillment_events/create', event('delivered')],
+        ['fulfillment_events/create', event('failure')],
+      ],
+      { fulfillment: SHIPPED },
+    );
     expect(after.map(names)).toEqual([['shipment_delivered'], []]);
     expect(after[1]?.ignored).toBe('the shipment was already delivered');
   });
 
   it('sends one shipment_delivery_failed per fulfillment, for a failed attempt or a failure', () => {
-    const outs = play([['fulfillment_events/create', event('attempted-delivery')], ['fulfillment_events/create', event('failure')]], { fulfillment: SHIPPED });
+    const outs = play(
+      [
+        ['fulfillment_events/create', event('attempted-delivery')],
+        ['fulfillment_events/create', event('failure')],
+      ],
+      { fulfillment: SHIPPED },
+    );
     expect(outs.map(names)).toEqual([['shipment_delivery_failed'], []]);
     expect(outs[1]?.ignored).toBe('shipment_delivery_failed already sent for this fulfillment');
   });
 
   it('does not announce as shipped a fulfillment whose delivery arrived first', () => {
-    const outs = play([['fulfillment_events/create', event('delivered')], ['fulfillments/create', created()]], { order: STORED_ORDER });
+    const outs = play(
+      [
+        ['fulfillment_events/create', event('delivered')],
+        ['fulfillments/create', created()],
+      ],
+      { order: STORED_ORDER },
+    );
     expect(outs.map(names)).toEqual([['shipment_delivered'], []]);
     // the event came first: it knew the order's items but not the tracking yet
     expect(outs[0]?.messages[0]?.body.event_attribute).toMatchObject({ tracking_numbers: [], line_items: [BEANIE, SOCKS, TOTE] });
@@ -310,7 +425,13 @@ describe('arrival order and repeats', () => {
   });
 
   it('sends a status event that precedes fulfillments/create, then order_shipped with the tracking', () => {
-    const outs = play([['fulfillment_events/create', event('out-for-delivery')], ['fulfillments/create', created()]], { order: STORED_ORDER });
+    const outs = play(
+      [
+        ['fulfillment_events/create', event('out-for-delivery')],
+        ['fulfillments/create', created()],
+      ],
+      { order: STORED_ORDER },
+    );
     expect(outs.map(names)).toEqual([['shipment_out_for_delivery'], ['order_shipped']]);
     expect(outs[1]?.messages[0]?.body.event_attribute).toMatchObject(TRACKING);
   });
@@ -328,7 +449,8 @@ describe('arrival order and repeats', () => {
 
   it('in every arrival order, sends each event at most once and nothing after delivered', () => {
     const steps = everyStep();
-    const permutations = (xs: Step[]): Step[][] => (xs.length <= 1 ? [xs] : xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((rest) => [x, ...rest])));
+    const permutations = (xs: Step[]): Step[][] =>
+      xs.length <= 1 ? [xs] : xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((rest) => [x, ...rest]));
     const orders = permutations(steps);
     expect(orders).toHaveLength(120);
     for (const order of orders) {
@@ -349,7 +471,12 @@ describe('arrival order and repeats', () => {
 
 describe('the merchant switches', () => {
   it('are all on by default', () => {
-    expect([EVENT_DEFAULTS.order_shipped, EVENT_DEFAULTS.shipment_out_for_delivery, EVENT_DEFAULTS.shipment_delivered, EVENT_DEFAULTS.shipment_delivery_failed]).toEqual([true, true, true, true]);
+    expect([
+      EVENT_DEFAULTS.order_shipped,
+      EVENT_DEFAULTS.shipment_out_for_delivery,
+      EVENT_DEFAULTS.shipment_delivered,
+      EVENT_DEFAULTS.shipment_delivery_failed,
+    ]).toEqual([true, true, true, true]);
   });
 
   it('record a turned-off event as ignored and passed: turning it on later does not send it late', () => {
@@ -363,7 +490,13 @@ describe('the merchant switches', () => {
 
   it('a turned-off delivered still ends the story', () => {
     const off = settingsWith({ events: { shipment_delivered: false } });
-    const outs = play([['fulfillment_events/create', event('delivered')], ['fulfillment_events/create', event('out-for-delivery')]], { fulfillment: SHIPPED, settings: off });
+    const outs = play(
+      [
+        ['fulfillment_events/create', event('delivered')],
+        ['fulfillment_events/create', event('out-for-delivery')],
+      ],
+      { fulfillment: SHIPPED, settings: off },
+    );
     expect(outs.map(names)).toEqual([[], []]);
     expect(outs.map((o) => o.ignored)).toEqual(['event shipment_delivered is turned off', 'the shipment was already delivered']);
   });
@@ -382,17 +515,19 @@ describe('order summaries', () => {
     expect(orderSummaryOf({ name: '#1' })).toBeNull();
   });
 
-  it.each([['orders/create', 'orders-create'], ['orders/paid', 'orders-paid'], ['orders/fulfilled', 'orders-fulfilled'], ['orders/cancelled', 'orders-cancelled']])(
-    '%s returns its summary to store, even with its event turned off',
-    (topic, name) => {
-      const payload = fixture(name);
-      const all = settingsWith({ events: { order_placed: false, order_paid: false, order_fulfilled: false, order_cancelled: false } });
-      const out = mapWebhook(input(topic, payload, { settings: all }));
-      expect(out.messages).toEqual([]);
-      expect(out.orderSummary).toEqual(orderSummaryOf(payload));
-      expect(out.orderSummary?.orderId).toBe(String(payload.id));
-    },
-  );
+  it.each([
+    ['orders/create', 'orders-create'],
+    ['orders/paid', 'orders-paid'],
+    ['orders/fulfilled', 'orders-fulfilled'],
+    ['orders/cancelled', 'orders-cancelled'],
+  ])('%s returns its summary to store, even with its event turned off', (topic, name) => {
+    const payload = fixture(name);
+    const all = settingsWith({ events: { order_placed: false, order_paid: false, order_fulfilled: false, order_cancelled: false } });
+    const out = mapWebhook(input(topic, payload, { settings: all }));
+    expect(out.messages).toEqual([]);
+    expect(out.orderSummary).toEqual(orderSummaryOf(payload));
+    expect(out.orderSummary?.orderId).toBe(String(payload.id));
+  });
 
   it('gives the stored order email to a later shipping event', () => {
     const order = mapWebhook(input('orders/create', fixture('orders-create'))).orderSummary ?? null;
@@ -429,12 +564,19 @@ describe('sandbox samples', () => {
     expect(sampleFulfillmentEvent(7, 'delivered')).toEqual(sampleFulfillmentEvent(7, 'delivered'));
     const f = sampleFulfillment(7, { order: 3 });
     expect(f).toMatchObject({ order_id: sampleOrder(3).id, email: sampleOrder(3).email, name: '#1003.1' });
-    expect(sampleFulfillmentEvent(7, 'delivered', { order: 3 })).toMatchObject({ fulfillment_id: f.id, order_id: sampleOrder(3).id, status: 'delivered' });
+    expect(sampleFulfillmentEvent(7, 'delivered', { order: 3 })).toMatchObject({
+      fulfillment_id: f.id,
+      order_id: sampleOrder(3).id,
+      status: 'delivered',
+    });
   });
 
   it('play through the mapper as order_shipped, then each forwarded status once', () => {
     const n = 11;
-    const steps: Step[] = [['fulfillments/create', sampleFulfillment(n)], ...SHIPMENT_SEQUENCE.map((s): Step => ['fulfillment_events/create', sampleFulfillmentEvent(n, s)])];
+    const steps: Step[] = [
+      ['fulfillments/create', sampleFulfillment(n)],
+      ...SHIPMENT_SEQUENCE.map((s): Step => ['fulfillment_events/create', sampleFulfillmentEvent(n, s)]),
+    ];
     const outs = play(JSON.parse(JSON.stringify(steps)) as Step[]);
     expect(outs.map(names)).toEqual([['order_shipped'], [], ['shipment_out_for_delivery'], ['shipment_delivered']]);
     expect(outs[3]?.messages[0]).toMatchObject({ email: sampleOrder(n).email, orderId: String(sampleOrder(n).id) });

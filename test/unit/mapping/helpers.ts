@@ -15,7 +15,11 @@ export function fixture(name: string): Record<string, unknown> {
   return parseWebhookBody(raw) as Record<string, unknown>;
 }
 
-export function settingsWith(patch: { events?: Partial<Settings['events']>; contact_properties?: Partial<Settings['contact_properties']>; abandonment_delay_minutes?: number }): Settings {
+export function settingsWith(patch: {
+  events?: Partial<Settings['events']>;
+  contact_properties?: Partial<Settings['contact_properties']>;
+  abandonment_delay_minutes?: number;
+}): Settings {
   return {
     ...DEFAULT_SETTINGS,
     events: { ...DEFAULT_SETTINGS.events, ...patch.events },

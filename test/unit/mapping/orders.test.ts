@@ -6,9 +6,36 @@ const NO_PRODUCT = { image_url: null, product_url: null, product_handle: null };
 
 const STATUS_URL = `https://${SHOP}/70318112938/orders/5c1e0b7dd0a84f3a9c6f2e1b4d8a7c90/authenticate?key=2f6a4b8c1d3e5f7091a2b3c4d5e6f708`;
 const LINE_ITEMS = [
-  { ...NO_PRODUCT, product_id: '788032119674292922', variant_id: '49148385', title: 'Merino Wool Beanie', variant_title: 'Charcoal', sku: 'NW-BEAN-CHR', quantity: 2, price: 34 },
-  { ...NO_PRODUCT, product_id: '632910392', variant_id: '808950810', title: 'Trail Running Socks - 3 Pack', variant_title: 'M', sku: 'NW-SOCK-3PK-M', quantity: 1, price: 24.99 },
-  { ...NO_PRODUCT, product_id: '921728736', variant_id: '457924702', title: 'Waxed Canvas Tote', variant_title: null, sku: null, quantity: 1, price: 89.5 },
+  {
+    ...NO_PRODUCT,
+    product_id: '788032119674292922',
+    variant_id: '49148385',
+    title: 'Merino Wool Beanie',
+    variant_title: 'Charcoal',
+    sku: 'NW-BEAN-CHR',
+    quantity: 2,
+    price: 34,
+  },
+  {
+    ...NO_PRODUCT,
+    product_id: '632910392',
+    variant_id: '808950810',
+    title: 'Trail Running Socks - 3 Pack',
+    variant_title: 'M',
+    sku: 'NW-SOCK-3PK-M',
+    quantity: 1,
+    price: 24.99,
+  },
+  {
+    ...NO_PRODUCT,
+    product_id: '921728736',
+    variant_id: '457924702',
+    title: 'Waxed Canvas Tote',
+    variant_title: null,
+    sku: null,
+    quantity: 1,
+    price: 89.5,
+  },
 ];
 const JANE = {
   first_name: 'Jane',
@@ -115,9 +142,13 @@ describe('orders/create', () => {
   });
 
   it('records an order without any email as skipped (shown in the delivery log, never sent), with that reason', () => {
-    const out = mapWebhook(input('orders/create', { ...order, email: null, contact_email: null, customer: { ...(order.customer as object), email: null } }));
+    const out = mapWebhook(
+      input('orders/create', { ...order, email: null, contact_email: null, customer: { ...(order.customer as object), email: null } }),
+    );
     expect(out).toMatchObject({ ignored: 'no email on the order', customerId: '9007199254740993' });
-    expect(out.messages.map((m) => [m.eventName, m.email, m.skip])).toEqual([['order_placed', null, { kind: 'no_email', reason: 'no email on the order' }]]);
+    expect(out.messages.map((m) => [m.eventName, m.email, m.skip])).toEqual([
+      ['order_placed', null, { kind: 'no_email', reason: 'no email on the order' }],
+    ]);
     expect(out.cancelAbandoned).toEqual({ checkoutToken: TOKEN, email: null });
   });
 
@@ -125,7 +156,17 @@ describe('orders/create', () => {
     const settings = settingsWith({ contact_properties: { phone: false, tags: false, accepts_marketing: false } });
     const body = mapWebhook(input('orders/create', order, { settings })).messages[0]?.body ?? {};
     expect(Object.keys(body).sort()).toEqual(
-      ['city', 'country_code', 'email', 'email_marketing_state', 'event_attribute', 'event_name', 'first_name', 'last_name', 'shopify_customer_id'].sort(),
+      [
+        'city',
+        'country_code',
+        'email',
+        'email_marketing_state',
+        'event_attribute',
+        'event_name',
+        'first_name',
+        'last_name',
+        'shopify_customer_id',
+      ].sort(),
     );
   });
 
@@ -142,13 +183,24 @@ describe('orders/paid', () => {
     const out = mapWebhook(input('orders/paid', fixture('orders-paid')));
     expect(out.messages).toHaveLength(1);
     expect(out.messages[0]?.eventName).toBe('order_paid');
-    expect(out.messages[0]?.body.event_attribute).toEqual({ shop_domain: SHOP, source_id: WEBHOOK_ID, occurred_at: '2026-11-04T19:32:31.000Z', ...ORDER_1042 });
+    expect(out.messages[0]?.body.event_attribute).toEqual({
+      shop_domain: SHOP,
+      source_id: WEBHOOK_ID,
+      occurred_at: '2026-11-04T19:32:31.000Z',
+      ...ORDER_1042,
+    });
     expect(out.cancelAbandoned).toBeUndefined();
   });
 
   it('records a turned-off order_paid as ignored, naming it', () => {
     const out = mapWebhook(input('orders/paid', fixture('orders-paid'), { settings: settingsWith({ events: { order_paid: false } }) }));
-    expect(out).toEqual({ ignored: 'event order_paid is turned off', messages: [], upserts: [], customerId: '9007199254740993', orderSummary: orderSummaryOf(fixture('orders-paid')) });
+    expect(out).toEqual({
+      ignored: 'event order_paid is turned off',
+      messages: [],
+      upserts: [],
+      customerId: '9007199254740993',
+      orderSummary: orderSummaryOf(fixture('orders-paid')),
+    });
   });
 });
 

@@ -53,7 +53,11 @@ describe('parseWebhookBody on a body with no run of 16 digits (read by JSON.pars
   });
 
   it('reads a 16-digit run inside a string as text, and an id beside it exactly', () => {
-    expect(parseWebhookBody('{"note":"card 4242424242424242","id":9007199254740993,"n":1.5}')).toEqual({ note: 'card 4242424242424242', id: '9007199254740993', n: 1.5 });
+    expect(parseWebhookBody('{"note":"card 4242424242424242","id":9007199254740993,"n":1.5}')).toEqual({
+      note: 'card 4242424242424242',
+      id: '9007199254740993',
+      n: 1.5,
+    });
   });
 
   it('keeps numbers, negative zero and __proto__ keys as lossless-json does', () => {
@@ -65,18 +69,30 @@ describe('parseWebhookBody on a body with no run of 16 digits (read by JSON.pars
 
 describe('parseWebhookBody on bodies with runs of 16 digits or more (their unsafe integers quoted, then JSON.parse)', () => {
   const fixtures = join(__dirname, '../../fixtures');
-  const files = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => [f, readFileSync(join(dir, f), 'utf8')] as const);
+  const files = (dir: string) =>
+    readdirSync(dir)
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => [f, readFileSync(join(dir, f), 'utf8')] as const);
 
-  it.each([...files(fixtures), ...files(join(fixtures, 'quirks'))])('%s, with its 18-digit ids, reads exactly as lossless-json reads it', (_name, raw) => {
-    expect(parseWebhookBody(raw)).toStrictEqual(parseLossless(raw));
-  });
+  it.each([...files(fixtures), ...files(join(fixtures, 'quirks'))])(
+    '%s, with its 18-digit ids, reads exactly as lossless-json reads it',
+    (_name, raw) => {
+      expect(parseWebhookBody(raw)).toStrictEqual(parseLossless(raw));
+    },
+  );
 
   it.each([
     ['unsafe integers in arrays, negative, at the end', '[9007199254740993,-9007199254740993,820982911946154508]'],
     ['a bare unsafe integer', '820982911946154508'],
     ['a safe 16-digit integer stays a number', '{"a":1000000000000000,"b":9007199254740991,"c":-9007199254740991}'],
-    ['fractions and exponents with long runs stay numbers', '{"a":1.12345678901234567,"b":12345678901234567.5,"c":12345678901234567e2,"d":1e-12345678901234567,"e":12345678901234567E+1}'],
-    ['escaped quotes and backslashes before a run in a string', '{"a":"say \\"12345678901234567\\" and \\\\","b":12345678901234567,"c":"\\\\\\"x 99999999999999999"}'],
+    [
+      'fractions and exponents with long runs stay numbers',
+      '{"a":1.12345678901234567,"b":12345678901234567.5,"c":12345678901234567e2,"d":1e-12345678901234567,"e":12345678901234567E+1}',
+    ],
+    [
+      'escaped quotes and backslashes before a run in a string',
+      '{"a":"say \\"12345678901234567\\" and \\\\","b":12345678901234567,"c":"\\\\\\"x 99999999999999999"}',
+    ],
     ['whitespace around', '{ "id" :\n 820982911946154508 \r\n, "x":[ 820982911946154509\t] }'],
     ['unicode before a run', '{"name":"Zoë 🚀 \\u00e9","id":820982911946154508}'],
   ])('%s: as lossless-json reads it', (_label, raw) => {
@@ -95,7 +111,11 @@ describe('parseWebhookBody on bodies with runs of 16 digits or more (their unsaf
   });
 
   it('reads a 1.8 MB order of 10,000 line items with 18-digit ids exactly as lossless-json', () => {
-    const items = Array.from({ length: 10_000 }, (_, i) => `{"id":${866550311766439020n + BigInt(i * 7)},"product_id":788032119674292922,"title":"Notebook ${i}","quantity":${(i % 5) + 1},"price":"4.50"}`);
+    const items = Array.from(
+      { length: 10_000 },
+      (_, i) =>
+        `{"id":${866550311766439020n + BigInt(i * 7)},"product_id":788032119674292922,"title":"Notebook ${i}","quantity":${(i % 5) + 1},"price":"4.50"}`,
+    );
     const raw = `{"id":820982911946154508,"line_items":[${items.join(',')}]}`;
     // its speed is what the big-order test measures, as the event loop's longest stall
     expect(parseWebhookBody(raw)).toStrictEqual(parseLossless(raw));

@@ -37,7 +37,9 @@ describe('ids beyond 2^53', () => {
 describe('the email of an order', () => {
   it('is the order email, else contact_email, else customer.email, trimmed and lower-cased', () => {
     expect(mapWebhook(input('orders/create', quirk('orders-create-rounded-ids'))).messages[0]?.email).toBe('rounded.ids@example.com');
-    expect(mapWebhook(input('orders/create', quirk('orders-create-customer-email-only'))).messages[0]?.email).toBe('only.customer@example.com');
+    expect(mapWebhook(input('orders/create', quirk('orders-create-customer-email-only'))).messages[0]?.email).toBe(
+      'only.customer@example.com',
+    );
     const order = quirk('orders-create-rounded-ids');
     expect(mapWebhook(input('orders/create', { ...order, email: 'First@Example.com' })).messages[0]?.email).toBe('first@example.com');
   });
@@ -52,7 +54,9 @@ describe('the email of an order', () => {
     const out = mapWebhook(input('orders/create', quirk('orders-create-hostile-email')));
     const [m] = out.messages;
     expect(m?.skip?.kind).toBe('invalid_email');
-    expect(m?.skip?.reason).toBe('"x@example.com\\r\\nbcc: everyone@example.org" is not a valid email address; the service would refuse it');
+    expect(m?.skip?.reason).toBe(
+      '"x@example.com\\r\\nbcc: everyone@example.org" is not a valid email address; the service would refuse it',
+    );
     expect(m?.email).toBeNull();
     const rescued = mapWebhook(input('orders/create', { ...quirk('orders-create-hostile-email'), contact_email: 'ok@example.com' }));
     expect(rescued.messages[0]).toMatchObject({ email: 'ok@example.com' });
@@ -78,7 +82,10 @@ describe("Shopify's test sends", () => {
 describe('checkouts of newer API versions', () => {
   it('have no id: checkout_id falls back to the token', () => {
     const out = mapWebhook(input('checkouts/create', quirk('checkouts-create-no-id'), { receivedAt: new Date('2026-11-05T13:00:06Z') }));
-    expect(out.messages[0]?.body.event_attribute).toMatchObject({ checkout_id: 'c1a2b3d4e5f60718293a4b5c6d7e8f90', checkout_token: 'c1a2b3d4e5f60718293a4b5c6d7e8f90' });
+    expect(out.messages[0]?.body.event_attribute).toMatchObject({
+      checkout_id: 'c1a2b3d4e5f60718293a4b5c6d7e8f90',
+      checkout_token: 'c1a2b3d4e5f60718293a4b5c6d7e8f90',
+    });
     expect(out.upserts[0]?.sourceId).toBe('checkout:c1a2b3d4e5f60718293a4b5c6d7e8f90:abandoned');
   });
 });
@@ -98,18 +105,25 @@ describe('abandonment of a checkout that reaches us late', () => {
     const [u] = mapWebhook(input('checkouts/create', checkout, { receivedAt: received })).upserts;
     expect(u?.runAt.getTime()).toBe(received.getTime() + 10 * 60_000);
     expect(u?.body.event_attribute.occurred_at).toBe('2026-11-05T14:00:05.000Z');
-    const custom = mapWebhook(input('checkouts/create', checkout, { receivedAt: received, abandonment: { graceMs: 30 * 60_000, maxAgeMs: 7 * 86_400_000 } })).upserts[0];
+    const custom = mapWebhook(
+      input('checkouts/create', checkout, { receivedAt: received, abandonment: { graceMs: 30 * 60_000, maxAgeMs: 7 * 86_400_000 } }),
+    ).upserts[0];
     expect(custom?.runAt.getTime()).toBe(received.getTime() + 30 * 60_000);
   });
 
   it('gets no abandonment at all past the maximum age, and says why', () => {
     const out = mapWebhook(input('checkouts/create', checkout, { receivedAt: new Date(active + 30 * 86_400_000) }));
     expect(out.messages.map((m) => [m.eventName, m.skip])).toEqual([['checkout_started', undefined]]);
-    expect(out.upserts[0]?.skip).toEqual({ kind: 'checkout_too_old', reason: 'the checkout was last active 30 days before it reached us (no abandonment after 7 days)' });
+    expect(out.upserts[0]?.skip).toEqual({
+      kind: 'checkout_too_old',
+      reason: 'the checkout was last active 30 days before it reached us (no abandonment after 7 days)',
+    });
   });
 
   it('a prompt checkout follows the merchant delay, even one shorter than the grace', () => {
-    const [u] = mapWebhook(input('checkouts/create', checkout, { receivedAt: new Date(active), settings: settingsWith({ abandonment_delay_minutes: 5 }) })).upserts;
+    const [u] = mapWebhook(
+      input('checkouts/create', checkout, { receivedAt: new Date(active), settings: settingsWith({ abandonment_delay_minutes: 5 }) }),
+    ).upserts;
     expect(u?.runAt.getTime()).toBe(active + 5 * 60_000);
   });
 
@@ -123,7 +137,20 @@ describe('the email rule', () => {
   it.each(['a@b.co', 'first.last+tag@sub.example.org', "o'brien@example.ie", 'josé@example.com'])('accepts %s', (e) => {
     expect(emailAddress.safeParse(e).success).toBe(true);
   });
-  it.each(['', 'not-an-email', 'a@b', 'a@@b.co', 'a b@c.co', 'a@b.co\r\nBcc: x@y.z', 'a\u0000@b.co', 'a\u200b@b.co', `${'a'.repeat(250)}@b.co`, '@b.co', 'a@.co', 'a@b.'])('refuses %j', (e) => {
+  it.each([
+    '',
+    'not-an-email',
+    'a@b',
+    'a@@b.co',
+    'a b@c.co',
+    'a@b.co\r\nBcc: x@y.z',
+    'a\u0000@b.co',
+    'a\u200b@b.co',
+    `${'a'.repeat(250)}@b.co`,
+    '@b.co',
+    'a@.co',
+    'a@b.',
+  ])('refuses %j', (e) => {
     expect(emailAddress.safeParse(e).success).toBe(false);
   });
 
@@ -136,15 +163,19 @@ describe('the email rule', () => {
       ['refunds/create', (email) => ({ ...quirk('refunds-create-number-subtotals'), email })],
     ];
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.emailAddress(), fc.string({ unit: 'binary' }), fc.constantFrom(' a@b.co ', 'A@B.CO', 'a@b.co\n')), fc.integer({ min: 0, max: 3 }), (email, t) => {
-        const [topic, payload] = topics[t]!;
-        const out = mapWebhook(input(topic, payload(email), { receivedAt: new Date('2026-11-05T13:00:06Z') }));
-        for (const m of [...out.messages, ...out.upserts].filter((x) => !x.skip)) {
-          expect(m.body.email.length).toBeLessThanOrEqual(254);
-          expect(EMULATOR_EMAIL.test(m.body.email)).toBe(true);
-          expect(m.email).toBe(m.body.email);
-        }
-      }),
+      fc.property(
+        fc.oneof(fc.string(), fc.emailAddress(), fc.string({ unit: 'binary' }), fc.constantFrom(' a@b.co ', 'A@B.CO', 'a@b.co\n')),
+        fc.integer({ min: 0, max: 3 }),
+        (email, t) => {
+          const [topic, payload] = topics[t]!;
+          const out = mapWebhook(input(topic, payload(email), { receivedAt: new Date('2026-11-05T13:00:06Z') }));
+          for (const m of [...out.messages, ...out.upserts].filter((x) => !x.skip)) {
+            expect(m.body.email.length).toBeLessThanOrEqual(254);
+            expect(EMULATOR_EMAIL.test(m.body.email)).toBe(true);
+            expect(m.email).toBe(m.body.email);
+          }
+        },
+      ),
       { numRuns: 2000 },
     );
   });

@@ -17,20 +17,35 @@ describe.each([
   ['orders/updated', 'orders-paid'],
 ])('%s', (topic, name) => {
   it('is not forwarded as an event (the intake handles it)', () => {
-    expect(mapWebhook(input(topic, fixture(name)))).toEqual({ ignored: 'topic not forwarded', messages: [], upserts: [], customerId: null });
+    expect(mapWebhook(input(topic, fixture(name)))).toEqual({
+      ignored: 'topic not forwarded',
+      messages: [],
+      upserts: [],
+      customerId: null,
+    });
   });
 });
 
 describe('compliance fixtures', () => {
   it('keep their large ids exact through the parser', () => {
-    expect(fixture('customers-redact')).toMatchObject({ customer: { id: '9007199254740993' }, orders_to_redact: ['820982911946154508', '820982911946154509'] });
+    expect(fixture('customers-redact')).toMatchObject({
+      customer: { id: '9007199254740993' },
+      orders_to_redact: ['820982911946154508', '820982911946154509'],
+    });
     expect(fixture('customers-data-request')).toMatchObject({ data_request: { id: 9999 }, orders_requested: ['820982911946154508'] });
     expect(fixture('shop-redact')).toEqual({ shop_id: 70318112938, shop_domain: SHOP });
   });
 });
 
 describe('a payload of the wrong shape', () => {
-  it.each([['orders/create'], ['refunds/create'], ['checkouts/update'], ['customers/update'], ['fulfillments/update'], ['fulfillment_events/create']])('%s is ignored, not thrown', (topic) => {
+  it.each([
+    ['orders/create'],
+    ['refunds/create'],
+    ['checkouts/update'],
+    ['customers/update'],
+    ['fulfillments/update'],
+    ['fulfillment_events/create'],
+  ])('%s is ignored, not thrown', (topic) => {
     expect(mapWebhook(input(topic, [1, 2])).ignored).toMatch(/^payload is not a/);
   });
 });
@@ -49,7 +64,12 @@ describe('buildTestEvent', () => {
       body: {
         event_name: 'connector_test',
         email: 'owner@example.com',
-        event_attribute: { shop_domain: SHOP, source_id: 'test:1', occurred_at: '2026-11-04T19:32:10.000Z', message: 'A test event from the Shopify connector' },
+        event_attribute: {
+          shop_domain: SHOP,
+          source_id: 'test:1',
+          occurred_at: '2026-11-04T19:32:10.000Z',
+          message: 'A test event from the Shopify connector',
+        },
       },
     });
   });
@@ -57,8 +77,16 @@ describe('buildTestEvent', () => {
 
 describe('lookupKeys', () => {
   it('names the customer of customers/* and the order of refunds/create, exactly', () => {
-    expect(lookupKeys('customers/update', fixture('customers-update'))).toEqual({ customerId: '9007199254740993', orderId: null, fulfillmentId: null });
-    expect(lookupKeys('REFUNDS_CREATE', fixture('refunds-create'))).toEqual({ customerId: null, orderId: '820982911946154508', fulfillmentId: null });
+    expect(lookupKeys('customers/update', fixture('customers-update'))).toEqual({
+      customerId: '9007199254740993',
+      orderId: null,
+      fulfillmentId: null,
+    });
+    expect(lookupKeys('REFUNDS_CREATE', fixture('refunds-create'))).toEqual({
+      customerId: null,
+      orderId: '820982911946154508',
+      fulfillmentId: null,
+    });
     expect(lookupKeys('orders/create', fixture('orders-create'))).toEqual({ customerId: null, orderId: null, fulfillmentId: null });
   });
 });

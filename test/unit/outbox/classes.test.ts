@@ -2,7 +2,16 @@
 // given what each class has due and the workspace's recent sends per class.
 import fc from 'fast-check';
 import {
-  addSend, CLASS_OF_EVENT, classOf, DEFAULT_CLASS_POLICY, DELIVERY_CLASSES, floorsOf, nextClass, planClasses, type ClassIndex, type Usage,
+  addSend,
+  CLASS_OF_EVENT,
+  classOf,
+  DEFAULT_CLASS_POLICY,
+  DELIVERY_CLASSES,
+  floorsOf,
+  nextClass,
+  planClasses,
+  type ClassIndex,
+  type Usage,
 } from '../../../src/outbox/classes';
 import { EVENT_NAMES } from '../../../src/settings/settings';
 
@@ -16,7 +25,7 @@ const ZERO: Usage = [0, 0, 0, 0];
 function simulate(sends: number, due: (turn: number) => number[], floors = FLOORS, start: Usage = ZERO) {
   const counts = [0, 0, 0, 0];
   let usage = start;
-  for (let t = 0; t < sends; ) {
+  for (let t = 0; t < sends;) {
     const d = due(t);
     const plan = planClasses(d, usage, floors, 3);
     if (plan.length === 0) t += 1;
@@ -81,11 +90,15 @@ describe('which class sends next', () => {
 
   it('never picks a class with nothing due (property)', () => {
     fc.assert(
-      fc.property(fc.array(fc.nat(3), { minLength: 4, maxLength: 4 }), fc.array(fc.float({ min: 0, max: 50, noNaN: true }), { minLength: 4, maxLength: 4 }), (due, usage) => {
-        const c = nextClass(due, usage as Usage, FLOORS);
-        if (due.every((n) => n === 0)) return c === null;
-        return c !== null && due[c]! > 0;
-      }),
+      fc.property(
+        fc.array(fc.nat(3), { minLength: 4, maxLength: 4 }),
+        fc.array(fc.float({ min: 0, max: 50, noNaN: true }), { minLength: 4, maxLength: 4 }),
+        (due, usage) => {
+          const c = nextClass(due, usage as Usage, FLOORS);
+          if (due.every((n) => n === 0)) return c === null;
+          return c !== null && due[c]! > 0;
+        },
+      ),
     );
   });
 
@@ -93,7 +106,11 @@ describe('which class sends next', () => {
     fc.assert(
       fc.property(
         fc.subarray([0, 1, 2, 3] as ClassIndex[], { minLength: 2 }),
-        fc.record({ t: fc.double({ min: 0.02, max: 0.2, noNaN: true }), b: fc.double({ min: 0.02, max: 0.2, noNaN: true }), h: fc.double({ min: 0.02, max: 0.2, noNaN: true }) }),
+        fc.record({
+          t: fc.double({ min: 0.02, max: 0.2, noNaN: true }),
+          b: fc.double({ min: 0.02, max: 0.2, noNaN: true }),
+          h: fc.double({ min: 0.02, max: 0.2, noNaN: true }),
+        }),
         (backlogged, f) => {
           const floors = [0, f.t, f.b, f.h];
           const due = [0, 1, 2, 3].map((k) => (backlogged.includes(k as ClassIndex) ? 1_000_000 : 0));

@@ -23,26 +23,40 @@ describe('retry policy', () => {
   it('honours Retry-After on a 429, within bounds', () => {
     expect(decideRetry({ kind: 'rate_limited', message: '429', retryAfterMs: 3_000 }, 1, t0, t0)).toMatchObject({ runAt: at(3_000) });
     expect(decideRetry({ kind: 'rate_limited', message: '429' }, 1, t0, t0)).toMatchObject({ runAt: at(1_000) });
-    expect(decideRetry({ kind: 'rate_limited', message: '429', retryAfterMs: 99 * 3_600_000 }, 1, t0, t0)).toMatchObject({ runAt: at(600_000) });
+    expect(decideRetry({ kind: 'rate_limited', message: '429', retryAfterMs: 99 * 3_600_000 }, 1, t0, t0)).toMatchObject({
+      runAt: at(600_000),
+    });
     expect(decideRetry({ kind: 'rate_limited', message: '429', retryAfterMs: 0 }, 1, t0, t0)).toMatchObject({ runAt: at(500) });
   });
 
   it('at the send cap, stops only a send that may have reached the service', () => {
     const cap = { sends: 8, maxSends: 8 };
     // a timeout after the request was written: the service may hold 8 copies already
-    expect(decideRetry({ kind: 'retryable', message: 'no answer', mayHaveArrived: true }, 8, t0, at(7_000_000), mid, cap)).toMatchObject({ action: 'dead' });
+    expect(decideRetry({ kind: 'retryable', message: 'no answer', mayHaveArrived: true }, 8, t0, at(7_000_000), mid, cap)).toMatchObject({
+      action: 'dead',
+    });
     // no connection in time, or refused: it never left, so it retries (until the 24-h give-up)
-    expect(decideRetry({ kind: 'retryable', message: 'no connection', mayHaveArrived: false }, 8, t0, at(7_000_000), mid, cap)).toMatchObject({ action: 'retry' });
-    expect(decideRetry({ kind: 'retryable', message: 'no answer', mayHaveArrived: true }, 8, t0, at(7_000_000), mid, { sends: 7, maxSends: 8 })).toMatchObject({ action: 'retry' });
+    expect(
+      decideRetry({ kind: 'retryable', message: 'no connection', mayHaveArrived: false }, 8, t0, at(7_000_000), mid, cap),
+    ).toMatchObject({ action: 'retry' });
+    expect(
+      decideRetry({ kind: 'retryable', message: 'no answer', mayHaveArrived: true }, 8, t0, at(7_000_000), mid, { sends: 7, maxSends: 8 }),
+    ).toMatchObject({ action: 'retry' });
   });
 
   it('sends a 400 straight to dead with the service message', () => {
-    expect(decideRetry({ kind: 'bad_request', message: 'email is invalid' }, 1, t0, t0)).toEqual({ action: 'dead', reason: 'email is invalid' });
+    expect(decideRetry({ kind: 'bad_request', message: 'email is invalid' }, 1, t0, t0)).toEqual({
+      action: 'dead',
+      reason: 'email is invalid',
+    });
   });
 
   it('holds on 401 and pauses the workspace on 403', () => {
     expect(decideRetry({ kind: 'auth', message: '401' }, 1, t0, t0)).toEqual({ action: 'hold', reason: 'invalid_key' });
-    expect(decideRetry({ kind: 'blocked', message: 'too many bad requests' }, 1, t0, t0)).toMatchObject({ action: 'pause_workspace', until: at(60_000) });
+    expect(decideRetry({ kind: 'blocked', message: 'too many bad requests' }, 1, t0, t0)).toMatchObject({
+      action: 'pause_workspace',
+      until: at(60_000),
+    });
   });
 
   it('gives up once about 24 hours have passed since the message was first due', () => {
@@ -61,7 +75,11 @@ describe('retry policy', () => {
 });
 
 describe('retry policy: a service address that answers 404 (not_found)', () => {
-  const notFound = { kind: 'not_found' as const, message: 'The email service address answered 404 Not Found: check SERVICE_WEBHOOK_URL', mayHaveArrived: false };
+  const notFound = {
+    kind: 'not_found' as const,
+    message: 'The email service address answered 404 Not Found: check SERVICE_WEBHOOK_URL',
+    mayHaveArrived: false,
+  };
 
   it('retries with the normal backoff for the first attempts', () => {
     expect(decideRetry(notFound, 1, t0, t0, mid)).toMatchObject({ action: 'retry', runAt: at(5_000) });
@@ -75,7 +93,10 @@ describe('retry policy: a service address that answers 404 (not_found)', () => {
   });
 
   it('holds at the first 404 when the shop is already held for one', () => {
-    expect(decideRetry(notFound, 1, t0, t0, mid, undefined, { heldForNotFound: true })).toEqual({ action: 'hold', reason: 'service_not_found' });
+    expect(decideRetry(notFound, 1, t0, t0, mid, undefined, { heldForNotFound: true })).toEqual({
+      action: 'hold',
+      reason: 'service_not_found',
+    });
   });
 
   it('a message near its give-up horizon is held, not killed, by a 404', () => {

@@ -66,7 +66,10 @@ describe('pixel batching', () => {
     expect(names(pixel)).toEqual([['page_viewed', 'product_viewed']]);
     pixel.emit(viewed(2));
     jest.advanceTimersByTime(FLUSH_DELAY_MS);
-    expect(names(pixel)).toEqual([['page_viewed', 'product_viewed'], ['page_viewed', 'product_viewed']]);
+    expect(names(pixel)).toEqual([
+      ['page_viewed', 'product_viewed'],
+      ['page_viewed', 'product_viewed'],
+    ]);
     expect(pixel.batches()[1]!.events[0]!.url).toBe('https://demo-store.myshopify.com/products/b');
   });
 
@@ -101,7 +104,9 @@ describe('pixel batching', () => {
     jest.advanceTimersByTime(FLUSH_DELAY_MS);
     expect(pixel.beacons.length).toBeGreaterThan(1);
     for (const b of pixel.beacons) expect(Buffer.byteLength(b.body)).toBeLessThanOrEqual(MAX_BODY_BYTES);
-    expect(pixel.batches().flatMap((b) => b.events.map((e) => (e.data as { searchResult: { query: string } }).searchResult.query.slice(0, 2)))).toEqual(['q0', 'q1', 'q2', 'q3', 'q4']);
+    expect(
+      pixel.batches().flatMap((b) => b.events.map((e) => (e.data as { searchResult: { query: string } }).searchResult.query.slice(0, 2))),
+    ).toEqual(['q0', 'q1', 'q2', 'q3', 'q4']);
   });
 
   it('posts to the endpoint with browser.sendBeacon and does not fetch when the beacon is queued', async () => {
@@ -112,16 +117,25 @@ describe('pixel batching', () => {
     expect(pixel.fetches).toHaveLength(0);
   });
 
-  it.each([false, 'reject'] as const)('falls back to a keepalive text/plain fetch, without preflight, when the beacon answers %s', async (answer) => {
-    const pixel = loadPixel({ beacon: answer });
-    pixel.emit(event('checkout_started', { checkout: checkout() }));
-    await settle();
-    expect(pixel.fetches).toHaveLength(1);
-    const [{ url, init }] = pixel.fetches as [{ url: string; init: RequestInit }];
-    expect(url).toBe(SANDBOX_ENDPOINT);
-    expect(init).toMatchObject({ method: 'POST', keepalive: true, mode: 'no-cors', credentials: 'omit', headers: { 'content-type': 'text/plain;charset=UTF-8' } });
-    expect(init.body).toBe(pixel.beacons[0]!.body);
-  });
+  it.each([false, 'reject'] as const)(
+    'falls back to a keepalive text/plain fetch, without preflight, when the beacon answers %s',
+    async (answer) => {
+      const pixel = loadPixel({ beacon: answer });
+      pixel.emit(event('checkout_started', { checkout: checkout() }));
+      await settle();
+      expect(pixel.fetches).toHaveLength(1);
+      const [{ url, init }] = pixel.fetches as [{ url: string; init: RequestInit }];
+      expect(url).toBe(SANDBOX_ENDPOINT);
+      expect(init).toMatchObject({
+        method: 'POST',
+        keepalive: true,
+        mode: 'no-cors',
+        credentials: 'omit',
+        headers: { 'content-type': 'text/plain;charset=UTF-8' },
+      });
+      expect(init.body).toBe(pixel.beacons[0]!.body);
+    },
+  );
 
   it('drops a batch quietly when the fallback fetch fails too (the failure is handled, not left unhandled)', async () => {
     const pixel = loadPixel({ beacon: false });

@@ -23,7 +23,18 @@ function runBundle(code: string, settings: Record<string, unknown>) {
   };
   const sandbox = {
     shopify: { extend: (p: string, fn: (a: typeof api) => void) => ((point = p), fn(api)) },
-    setTimeout, clearTimeout, Promise, JSON, Date, Math, Object, Array, String, RegExp, isFinite, TextEncoder,
+    setTimeout,
+    clearTimeout,
+    Promise,
+    JSON,
+    Date,
+    Math,
+    Object,
+    Array,
+    String,
+    RegExp,
+    isFinite,
+    TextEncoder,
     fetch: () => Promise.resolve(),
   };
   vm.runInNewContext(code, sandbox);
@@ -75,7 +86,12 @@ describe('pixel bundle', () => {
     run.subscribers.get('checkout_started')!(event('checkout_started', { checkout: checkout() }));
     await new Promise((r) => setImmediate(r));
     expect(run.beacons.map((b) => b.url)).toEqual(['https://connector.example.com/pixel/events']);
-    expect(JSON.parse(run.beacons[0]!.body)).toMatchObject({ v: 1, key: 'pk_live_1', customer: null, events: [{ name: 'checkout_started' }] });
+    expect(JSON.parse(run.beacons[0]!.body)).toMatchObject({
+      v: 1,
+      key: 'pk_live_1',
+      customer: null,
+      events: [{ name: 'checkout_started' }],
+    });
   });
 
   it('sends to the sandbox app when built without an app URL', async () => {

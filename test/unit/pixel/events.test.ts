@@ -2,7 +2,19 @@
 import { SANDBOX_ENDPOINT } from '../../../extensions/email-pixel/src/endpoint';
 import { FLUSH_DELAY_MS } from '../../../extensions/email-pixel/src/pixel';
 import { loadPixel, PIXEL_KEY } from './harness';
-import { cart, cartLine, checkout, CHECKOUT_EMAIL, CLIENT_ID, event, resetSeq, SHOP, trimmedCheckout, trimmedVariant, variant } from './fixtures';
+import {
+  cart,
+  cartLine,
+  checkout,
+  CHECKOUT_EMAIL,
+  CLIENT_ID,
+  event,
+  resetSeq,
+  SHOP,
+  trimmedCheckout,
+  trimmedVariant,
+  variant,
+} from './fixtures';
 
 const envelope = { v: 1, key: PIXEL_KEY, client_id: CLIENT_ID, consent: { marketing: true, analytics: true } };
 
@@ -16,9 +28,15 @@ describe('pixel events on the wire', () => {
   it('subscribes to exactly the seven standard events it sends, through register()', () => {
     const pixel = loadPixel();
     expect(pixel.extensionPoint).toBe('WebPixel::Render');
-    expect(pixel.subscribed.sort()).toEqual(
-      ['cart_viewed', 'checkout_contact_info_submitted', 'checkout_started', 'page_viewed', 'product_added_to_cart', 'product_viewed', 'search_submitted'],
-    );
+    expect(pixel.subscribed.sort()).toEqual([
+      'cart_viewed',
+      'checkout_contact_info_submitted',
+      'checkout_started',
+      'page_viewed',
+      'product_added_to_cart',
+      'product_viewed',
+      'search_submitted',
+    ]);
   });
 
   it('sends product_viewed with the variant trimmed to its id and its product’s: no title, price, image or link', () => {
@@ -87,7 +105,15 @@ describe('pixel events on the wire', () => {
     expect(batch).toStrictEqual({
       ...envelope,
       customer: null,
-      events: [{ id: 'sh-00001-test', name: 'checkout_started', timestamp: '2026-11-23T10:00:01.000Z', url: `${SHOP}/checkouts/cn/c1`, data: { checkout: trimmedCheckout() } }],
+      events: [
+        {
+          id: 'sh-00001-test',
+          name: 'checkout_started',
+          timestamp: '2026-11-23T10:00:01.000Z',
+          url: `${SHOP}/checkouts/cn/c1`,
+          data: { checkout: trimmedCheckout() },
+        },
+      ],
     });
     expect(pixel.beacons[0]!.body).not.toMatch(/@|Ottawa|\+1613|Jane|Aurora|42\.5/);
   });
@@ -114,14 +140,23 @@ describe('pixel events on the wire', () => {
 
   it('sends search_submitted with the query only, not the result variants', () => {
     const pixel = loadPixel();
-    pixel.emit(event('search_submitted', { searchResult: { query: 'mug', productVariants: [variant(1), variant(2)] } }, { path: '/search?q=mug' }));
+    pixel.emit(
+      event('search_submitted', { searchResult: { query: 'mug', productVariants: [variant(1), variant(2)] } }, { path: '/search?q=mug' }),
+    );
     jest.advanceTimersByTime(FLUSH_DELAY_MS);
     expect(pixel.batches()[0]!.events[0]!.data).toStrictEqual({ searchResult: { query: 'mug' } });
   });
 
   it('omits absent and null fields instead of filling them with null', () => {
     const pixel = loadPixel();
-    const sparse = { id: '41', title: null, sku: null, price: { amount: 5, currencyCode: 'EUR' }, image: null, product: { id: '71', title: 'Bare', type: null, url: null, vendor: 'V' } };
+    const sparse = {
+      id: '41',
+      title: null,
+      sku: null,
+      price: { amount: 5, currencyCode: 'EUR' },
+      image: null,
+      product: { id: '71', title: 'Bare', type: null, url: null, vendor: 'V' },
+    };
     const bare = { id: null, product: { id: '72' } };
     pixel.emit({ ...event('product_viewed', { productVariant: bare }), context: undefined } as never);
     pixel.emit({ ...event('product_viewed', { productVariant: sparse }), context: undefined } as never);

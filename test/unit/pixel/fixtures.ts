@@ -12,11 +12,35 @@ export function resetSeq(): void {
 
 function context(pathname: string) {
   const href = `${SHOP}${pathname}`;
-  const location = { hash: '', host: 'demo-store.myshopify.com', hostname: 'demo-store.myshopify.com', href, origin: SHOP, pathname, port: '', protocol: 'https:', search: '' };
+  const location = {
+    hash: '',
+    host: 'demo-store.myshopify.com',
+    hostname: 'demo-store.myshopify.com',
+    href,
+    origin: SHOP,
+    pathname,
+    port: '',
+    protocol: 'https:',
+    search: '',
+  };
   return {
     document: { characterSet: 'UTF-8', location, referrer: `${SHOP}/`, title: 'Demo Store' },
     navigator: { cookieEnabled: true, language: 'en-US', languages: ['en-US'], userAgent: 'Mozilla/5.0' },
-    window: { innerHeight: 900, innerWidth: 1280, location, origin: SHOP, outerHeight: 900, outerWidth: 1280, pageXOffset: 0, pageYOffset: 0, screen: { height: 900, width: 1280 }, screenX: 0, screenY: 0, scrollX: 0, scrollY: 0 },
+    window: {
+      innerHeight: 900,
+      innerWidth: 1280,
+      location,
+      origin: SHOP,
+      outerHeight: 900,
+      outerWidth: 1280,
+      pageXOffset: 0,
+      pageYOffset: 0,
+      screen: { height: 900, width: 1280 },
+      screenX: 0,
+      screenY: 0,
+      scrollX: 0,
+      scrollY: 0,
+    },
   };
 }
 
@@ -52,7 +76,14 @@ export const variant = (n = 1) => ({
   sku: `MUG-00${n}`,
   price: { amount: 18.5, currencyCode: 'USD' },
   image: { src: `//cdn.example/products/mug-${n}.png` },
-  product: { id: `7${n}00000001`, title: `Aurora Mug ${n}`, untranslatedTitle: `Aurora Mug ${n}`, type: 'Kitchen', url: `/products/aurora-mug-${n}`, vendor: 'Demo Store' },
+  product: {
+    id: `7${n}00000001`,
+    title: `Aurora Mug ${n}`,
+    untranslatedTitle: `Aurora Mug ${n}`,
+    type: 'Kitchen',
+    url: `/products/aurora-mug-${n}`,
+    vendor: 'Demo Store',
+  },
 });
 
 /** What of a variant leaves the browser: its id and its product's (the app takes the rest from Shopify). */
@@ -79,7 +110,15 @@ export const CHECKOUT_EMAIL = 'jane.doe@example.com';
 
 export const checkout = (email: string | null = CHECKOUT_EMAIL) => ({
   attributes: [],
-  billingAddress: { address1: '1 Main St', city: 'Ottawa', country: 'Canada', firstName: 'Jane', lastName: 'Doe', phone: '+16135551111', zip: 'K1A 0B1' },
+  billingAddress: {
+    address1: '1 Main St',
+    city: 'Ottawa',
+    country: 'Canada',
+    firstName: 'Jane',
+    lastName: 'Doe',
+    phone: '+16135551111',
+    zip: 'K1A 0B1',
+  },
   buyerAcceptsEmailMarketing: true,
   buyerAcceptsSmsMarketing: false,
   currencyCode: 'USD',
@@ -114,4 +153,11 @@ export const checkout = (email: string | null = CHECKOUT_EMAIL) => ({
 
 export const trimmedCheckout = () => ({ token: 'c1-9d2b7e4f0a8c' });
 
-export const loggedInCustomer = () => ({ id: '6001', email: 'sam.buyer@example.com', firstName: 'Sam', lastName: 'Buyer', phone: '+15555550100', ordersCount: 3 });
+export const loggedInCustomer = () => ({
+  id: '6001',
+  email: 'sam.buyer@example.com',
+  firstName: 'Sam',
+  lastName: 'Buyer',
+  phone: '+15555550100',
+  ordersCount: 3,
+});

@@ -65,7 +65,12 @@ export function loadPixel(opts: HarnessOptions = {}): Harness {
     },
     init: {
       context: {},
-      data: { customer: opts.customer ?? null, cart: null, shop: { name: 'Demo Store', myshopifyDomain: 'demo-store.myshopify.com' }, purchasingCompany: null },
+      data: {
+        customer: opts.customer ?? null,
+        cart: null,
+        shop: { name: 'Demo Store', myshopifyDomain: 'demo-store.myshopify.com' },
+        purchasingCompany: null,
+      },
       customerPrivacy: opts.customerPrivacy === undefined ? fullPrivacy() : opts.customerPrivacy,
     },
     customerPrivacy: {

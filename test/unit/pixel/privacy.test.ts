@@ -42,7 +42,10 @@ describe('pixel privacy', () => {
     pixel.emit(event('product_viewed', { productVariant: variant(1) }, { clientId: 'client-a' }));
     pixel.emit(event('product_viewed', { productVariant: variant(2) }, { clientId: 'client-b' }));
     jest.advanceTimersByTime(FLUSH_DELAY_MS);
-    expect(pixel.batches().map((b) => [b.client_id, b.events.length])).toEqual([['client-a', 1], ['client-b', 1]]);
+    expect(pixel.batches().map((b) => [b.client_id, b.events.length])).toEqual([
+      ['client-a', 1],
+      ['client-b', 1],
+    ]);
   });
 
   it('sends a logged-in customer’s email (init.data.customer.email) with every batch, and nothing else of the customer', () => {
@@ -73,11 +76,14 @@ describe('pixel privacy', () => {
     expect(pixel.batches().map((b) => b.customer)).toEqual([{ email: CHECKOUT_EMAIL }, { email: 'sam.buyer@example.com' }]);
   });
 
-  it.each([[null], ['+16135551111'], ['not an email'], ['']])('sends no customer when the contact step gives no usable email (%p)', (email) => {
-    const pixel = loadPixel({ customer: null });
-    pixel.emit(event('checkout_contact_info_submitted', { checkout: checkout(email) }));
-    expect(pixel.batches().map((b) => b.customer)).toEqual([null]);
-  });
+  it.each([[null], ['+16135551111'], ['not an email'], ['']])(
+    'sends no customer when the contact step gives no usable email (%p)',
+    (email) => {
+      const pixel = loadPixel({ customer: null });
+      pixel.emit(event('checkout_contact_info_submitted', { checkout: checkout(email) }));
+      expect(pixel.batches().map((b) => b.customer)).toEqual([null]);
+    },
+  );
 
   it('passes the consent flags from init.customerPrivacy, and null when the API gives none', () => {
     const pixel = loadPixel({ customerPrivacy: { ...fullPrivacy(), preferencesProcessingAllowed: true } });
@@ -110,7 +116,9 @@ describe('pixel privacy', () => {
 
     pixel.consent(fullPrivacy());
     pixel.emit(event('checkout_started', { checkout: checkout() }));
-    expect(pixel.batches().map((b) => [b.events.map((e) => e.name), b.consent])).toEqual([[['checkout_started'], { marketing: true, analytics: true }]]);
+    expect(pixel.batches().map((b) => [b.events.map((e) => e.name), b.consent])).toEqual([
+      [['checkout_started'], { marketing: true, analytics: true }],
+    ]);
   });
 
   it('stays silent, subscribing to nothing, without a pixel key', () => {

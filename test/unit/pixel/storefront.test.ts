@@ -10,7 +10,9 @@ describe('sandbox storefront', () => {
   let key: string | null = null;
   beforeAll(async () => {
     shop = await startFakeShop({
-      apiKey: 'k', apiSecret: 's', host: '127.0.0.1',
+      apiKey: 'k',
+      apiSecret: 's',
+      host: '127.0.0.1',
       shops: [{ domain: 'demo-store.myshopify.com', id: '548380009', name: 'Demo Store' }],
       storefront: { appUrl: 'https://connector.example.com', pixelKey: () => key },
     });
@@ -32,12 +34,27 @@ describe('sandbox storefront', () => {
   it('gives the pixel its key and the endpoint, and publishes page_viewed then product_viewed with a Shopify ProductVariant', async () => {
     key = 'pk_test_1';
     const config = configOf(await (await fetch(`${shop.url}/products/aurora-mug`)).text());
-    expect(config.pixel).toMatchObject({ active: true, settings: { pixelKey: 'pk_test_1' }, endpoint: 'https://connector.example.com/pixel/events' });
+    expect(config.pixel).toMatchObject({
+      active: true,
+      settings: { pixelKey: 'pk_test_1' },
+      endpoint: 'https://connector.example.com/pixel/events',
+    });
     expect(config.events.map((e: { name: string }) => e.name)).toEqual(['page_viewed', 'product_viewed']);
     expect(config.events[1].data.productVariant).toEqual({
-      id: '45101', title: 'Default Title', untranslatedTitle: 'Default Title', sku: 'MUG-AUR', price: { amount: 18, currencyCode: 'USD' },
+      id: '45101',
+      title: 'Default Title',
+      untranslatedTitle: 'Default Title',
+      sku: 'MUG-AUR',
+      price: { amount: 18, currencyCode: 'USD' },
       image: { src: `${shop.url}/_sandbox/storefront/images/aurora-mug.svg` },
-      product: { id: '8101', title: 'Aurora Mug', untranslatedTitle: 'Aurora Mug', type: 'Kitchen', url: '/products/aurora-mug', vendor: 'Demo Store' },
+      product: {
+        id: '8101',
+        title: 'Aurora Mug',
+        untranslatedTitle: 'Aurora Mug',
+        type: 'Kitchen',
+        url: '/products/aurora-mug',
+        vendor: 'Demo Store',
+      },
     });
   });
 
@@ -50,17 +67,33 @@ describe('sandbox storefront', () => {
   });
 
   it('keeps a cart (cart/add.js), then a checkout whose contact step stores the email', async () => {
-    const added = await fetch(`${shop.url}/cart/add.js`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: '45102', quantity: 2 }) });
+    const added = await fetch(`${shop.url}/cart/add.js`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: '45102', quantity: 2 }),
+    });
     const cookie = added.headers.get('set-cookie')!.split(';')[0]!;
     const body = await added.json();
-    expect(body.cartLine).toMatchObject({ quantity: 2, cost: { totalAmount: { amount: 48, currencyCode: 'USD' } }, merchandise: { id: '45102' } });
+    expect(body.cartLine).toMatchObject({
+      quantity: 2,
+      cost: { totalAmount: { amount: 48, currencyCode: 'USD' } },
+      merchandise: { id: '45102' },
+    });
     expect(body.cart).toMatchObject({ totalQuantity: 2 });
 
     const checkoutPage = configOf(await (await fetch(`${shop.url}/checkout`, { headers: { cookie } })).text());
     expect(checkoutPage.events.map((e: { name: string }) => e.name)).toEqual(['page_viewed', 'checkout_started']);
-    expect(checkoutPage.events[1].data.checkout).toMatchObject({ email: null, totalPrice: { amount: 48 }, lineItems: [{ title: 'Canvas Tote', quantity: 2 }] });
+    expect(checkoutPage.events[1].data.checkout).toMatchObject({
+      email: null,
+      totalPrice: { amount: 48 },
+      lineItems: [{ title: 'Canvas Tote', quantity: 2 }],
+    });
 
-    const contact = await fetch(`${shop.url}/checkout/contact`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ email: 'a@example.com' }) });
+    const contact = await fetch(`${shop.url}/checkout/contact`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie },
+      body: JSON.stringify({ email: 'a@example.com' }),
+    });
     expect((await contact.json()).checkout).toMatchObject({ email: 'a@example.com', token: checkoutPage.events[1].data.checkout.token });
     expect((await fetch(`${shop.url}/checkout`, { redirect: 'manual' })).status).toBe(302); // no cart, no checkout
   });

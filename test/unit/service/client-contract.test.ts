@@ -68,10 +68,16 @@ describe('client against the emulator: successes', () => {
   });
 
   it('lists the workspace lists, normalised with the raw item kept', async () => {
-    em.setLists(wsId, [{ id: 'L1', name: 'Buyers' }, { id: 'L2', name: 'Lapsed' }]);
+    em.setLists(wsId, [
+      { id: 'L1', name: 'Buyers' },
+      { id: 'L2', name: 'Lapsed' },
+    ]);
     const r = await client.listLists(key);
     if (r.kind !== 'ok') throw new Error(r.message);
-    expect(r.value.map(({ id, name }) => ({ id, name }))).toEqual([{ id: 'L1', name: 'Buyers' }, { id: 'L2', name: 'Lapsed' }]);
+    expect(r.value.map(({ id, name }) => ({ id, name }))).toEqual([
+      { id: 'L1', name: 'Buyers' },
+      { id: 'L2', name: 'Lapsed' },
+    ]);
     expect(r.value[0]!.raw).toEqual({ id: 'L1', name: 'Buyers', contact_count: 0 });
     expect(em.requests().at(-1)!.path).toBe('/webhook/lists/');
   });
@@ -79,19 +85,28 @@ describe('client against the emulator: successes', () => {
   it('lists the custom fields with key, label and type', async () => {
     const r = await client.listCustomFields(key);
     if (r.kind !== 'ok') throw new Error(r.message);
-    expect(r.value.map(({ key: k, label, type }) => ({ k, label, type }))).toContainEqual({ k: 'first_name', label: 'First name', type: 'text' });
+    expect(r.value.map(({ key: k, label, type }) => ({ k, label, type }))).toContainEqual({
+      k: 'first_name',
+      label: 'First name',
+      type: 'text',
+    });
     expect(r.value.length).toBeGreaterThanOrEqual(2);
     expect(em.requests().at(-1)!.path).toBe('/api/webhook/customfields/');
   });
 
   it('sends an event whose attributes and contact properties reach the service', async () => {
     const r = await client.sendEvent(key, {
-      event_name: 'order_placed', email: 'Ada@Example.com', first_name: 'Ada', event_attribute: { order_id: '1001', total_price: 12.5 },
+      event_name: 'order_placed',
+      email: 'Ada@Example.com',
+      first_name: 'Ada',
+      event_attribute: { order_id: '1001', total_price: 12.5 },
     });
     expect(r).toMatchObject({ kind: 'ok', status: 200, value: undefined });
     const [ev] = em.events({ workspaceId: wsId });
     expect(ev).toMatchObject({
-      event_name: 'order_placed', email: 'ada@example.com', event_attribute: { order_id: '1001', total_price: 12.5 },
+      event_name: 'order_placed',
+      email: 'ada@example.com',
+      event_attribute: { order_id: '1001', total_price: 12.5 },
       contactProperties: { first_name: 'Ada' },
     });
     expect(em.contacts(wsId)).toEqual([expect.objectContaining({ email: 'ada@example.com', properties: { first_name: 'Ada' } })]);
@@ -103,7 +118,10 @@ describe('client against the emulator: successes', () => {
     const before = Date.now();
     await client.sendEvent(key, { event_name: 'order_placed', email: 'ada@example.com' }, { onSent: (at) => sent.push(['send', at]) });
     await client.deleteContact(key, 'ada@example.com', { onSent: (at) => sent.push(['delete', at]) });
-    const arrived = em.requests().filter((r) => r.workspaceId === wsId).map((r) => r.at);
+    const arrived = em
+      .requests()
+      .filter((r) => r.workspaceId === wsId)
+      .map((r) => r.at);
     expect(sent.map(([what]) => what)).toEqual(['send', 'delete']);
     expect(sent[0]![1]).toBeGreaterThanOrEqual(before);
     expect(sent[0]![1]).toBeLessThanOrEqual(arrived[0]!);
@@ -140,7 +158,8 @@ describe('client against the emulator: real error statuses', () => {
   });
 
   it('403: repeated bad requests block the team with the service detail, then the block lifts', async () => {
-    for (let i = 0; i < 3; i += 1) expect((await client.sendEvent(key, { event_name: '', email: 'a@example.com' })).kind).toBe('bad_request');
+    for (let i = 0; i < 3; i += 1)
+      expect((await client.sendEvent(key, { event_name: '', email: 'a@example.com' })).kind).toBe('bad_request');
     const r = await client.sendEvent(key, { event_name: 'ok', email: 'a@example.com' });
     expect(r).toMatchObject({ kind: 'blocked', status: 403 });
     expect(r.kind !== 'ok' && r.message).toMatch(/permission/);
@@ -201,8 +220,12 @@ describe('client against the emulator: real error statuses', () => {
 });
 
 const injected: Array<[FaultMode, string, number]> = [
-  ['status400', 'bad_request', 400], ['status401', 'auth', 401], ['status403', 'blocked', 403],
-  ['status406', 'not_acceptable', 406], ['status429', 'rate_limited', 429], ['status500', 'retryable', 500],
+  ['status400', 'bad_request', 400],
+  ['status401', 'auth', 401],
+  ['status403', 'blocked', 403],
+  ['status406', 'not_acceptable', 406],
+  ['status429', 'rate_limited', 429],
+  ['status500', 'retryable', 500],
 ];
 
 describe.each(endpoints)('%s classifies every error status the emulator can give', (_name, call) => {
@@ -278,7 +301,8 @@ describe('a service that takes no connection in time', () => {
   let url: string;
   let filler: net.Socket;
   beforeAll(async () => {
-    const code = 'import socket, time\ns = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)\nprint(s.getsockname()[1], flush=True)\ntime.sleep(120)';
+    const code =
+      'import socket, time\ns = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)\nprint(s.getsockname()[1], flush=True)\ntime.sleep(120)';
     ({ child, url } = await listeningChild('python3', ['-c', code]));
     // the one connection the queue holds: the next ones get no answer
     filler = net.connect(Number(new URL(url).port), '127.0.0.1');
@@ -293,7 +317,11 @@ describe('a service that takes no connection in time', () => {
     const c = createServiceClient({ baseUrl: url, webhookUrl: url, timeoutMs: TIMEOUT_MS, logger: logs.logger });
     try {
       const r = await c.sendEvent('sk_sandbox_any', { event_name: 'x', email: 'a@example.com' });
-      expect(r).toMatchObject({ kind: 'retryable', mayHaveArrived: false, message: `Could not connect to the email service within ${TIMEOUT_MS} ms.` });
+      expect(r).toMatchObject({
+        kind: 'retryable',
+        mayHaveArrived: false,
+        message: `Could not connect to the email service within ${TIMEOUT_MS} ms.`,
+      });
       expect(r.durationMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
     } finally {
       await c.close();

@@ -14,7 +14,12 @@ const logs = captureLogs();
 beforeAll(async () => {
   server = await adhocServer((req, res) => handler(req, res));
   // A trailing slash and a path prefix on the base URL are both tolerated.
-  client = createServiceClient({ baseUrl: `${server.url}/prefix/`, webhookUrl: `${server.url}/hooks`, timeoutMs: 1000, logger: logs.logger });
+  client = createServiceClient({
+    baseUrl: `${server.url}/prefix/`,
+    webhookUrl: `${server.url}/hooks`,
+    timeoutMs: 1000,
+    logger: logs.logger,
+  });
 });
 
 afterAll(async () => {
@@ -80,13 +85,16 @@ describe('listLists and listCustomFields parse tolerantly', () => {
   });
 
   it('custom fields: alternates, string items and wrappers', async () => {
-    handler = (_req, res) => json(res, 200, {
-      custom_fields: [{ field_key: 'city', name: 'City', field_type: 'text' }, { key: 'vip', label: 'VIP', type: 'boolean' }, 'plain'],
-    });
+    handler = (_req, res) =>
+      json(res, 200, {
+        custom_fields: [{ field_key: 'city', name: 'City', field_type: 'text' }, { key: 'vip', label: 'VIP', type: 'boolean' }, 'plain'],
+      });
     const r = await client.listCustomFields(KEY);
     if (r.kind !== 'ok') throw new Error(r.message);
     expect(r.value.map(({ key, label, type }) => ({ key, label, type }))).toEqual([
-      { key: 'city', label: 'City', type: 'text' }, { key: 'vip', label: 'VIP', type: 'boolean' }, { key: 'plain', label: 'plain', type: null },
+      { key: 'city', label: 'City', type: 'text' },
+      { key: 'vip', label: 'VIP', type: 'boolean' },
+      { key: 'plain', label: 'plain', type: null },
     ]);
     expect(server.seen.map((s) => s.path)).toEqual(['/prefix/api/webhook/customfields/']);
   });
@@ -124,7 +132,10 @@ describe('deleteContact', () => {
 describe('validateKey', () => {
   it('sends the documented body with Bearer auth', async () => {
     handler = (_req, res) => json(res, 200, { success: true, workspace_id: 'w1', workspace_name: 'One' });
-    expect(await client.validateKey(KEY, { shopId: 's1', shopName: 'Shop' })).toMatchObject({ kind: 'ok', value: { workspaceId: 'w1', workspaceName: 'One' } });
+    expect(await client.validateKey(KEY, { shopId: 's1', shopName: 'Shop' })).toMatchObject({
+      kind: 'ok',
+      value: { workspaceId: 'w1', workspaceName: 'One' },
+    });
     const req = server.seen[0]!;
     expect(req).toMatchObject({ method: 'POST', path: '/prefix/webhook/api_key/validate' });
     expect(JSON.parse(req.body)).toEqual({ type: 'shopify', data: { shop_id: 's1', shop_name: 'Shop' } });
@@ -134,7 +145,10 @@ describe('validateKey', () => {
 
   it('a numeric workspace id becomes a string; a missing name becomes empty', async () => {
     handler = (_req, res) => json(res, 200, { success: true, workspace_id: 99 });
-    expect(await client.validateKey(KEY, { shopId: 's', shopName: 'S' })).toMatchObject({ kind: 'ok', value: { workspaceId: '99', workspaceName: '' } });
+    expect(await client.validateKey(KEY, { shopId: 's', shopName: 'S' })).toMatchObject({
+      kind: 'ok',
+      value: { workspaceId: '99', workspaceName: '' },
+    });
   });
 
   it('success:false is auth; a 200 without a workspace id is retryable', async () => {
@@ -161,7 +175,14 @@ describe('classification of odd answers', () => {
   it('429 without any headers: rate_limited, no retryAfterMs, empty rate', async () => {
     handler = (_req, res) => res.writeHead(429).end();
     const r = await client.sendEvent(KEY, { event_name: 'e', email: 'a@example.com' });
-    expect(r).toEqual({ kind: 'rate_limited', status: 429, message: expect.any(String), rate: {}, durationMs: expect.any(Number), mayHaveArrived: false });
+    expect(r).toEqual({
+      kind: 'rate_limited',
+      status: 429,
+      message: expect.any(String),
+      rate: {},
+      durationMs: expect.any(Number),
+      mayHaveArrived: false,
+    });
   });
 
   // headers are made when the test runs, not when the file loads: a date made at load time was
@@ -183,7 +204,10 @@ describe('classification of odd answers', () => {
   it('rate headers are read on failures too', async () => {
     handler = (_req, res) => json(res, 503, { detail: 'Maintenance' }, { 'x-ratelimit-limit': '25', 'x-ratelimit-remaining': '7' });
     expect(await client.checkKey(KEY)).toMatchObject({
-      kind: 'retryable', status: 503, message: 'The email service failed with status 503: Maintenance', rate: { limit: 25, remaining: 7 },
+      kind: 'retryable',
+      status: 503,
+      message: 'The email service failed with status 503: Maintenance',
+      rate: { limit: 25, remaining: 7 },
     });
   });
 
@@ -191,18 +215,26 @@ describe('classification of odd answers', () => {
     handler = (_req, res) => json(res, 403, { detail: 'You do not have permission to perform this action.' });
     expect(await client.checkKey(KEY)).toMatchObject({ kind: 'blocked', message: 'You do not have permission to perform this action.' });
     handler = (_req, res) => json(res, 400, { message: 'event_name is required.' });
-    expect(await client.sendEvent(KEY, { event_name: '', email: 'a@example.com' })).toMatchObject({ kind: 'bad_request', message: 'event_name is required.' });
+    expect(await client.sendEvent(KEY, { event_name: '', email: 'a@example.com' })).toMatchObject({
+      kind: 'bad_request',
+      message: 'event_name is required.',
+    });
   });
 
   it('400 with field errors and no message is summarised', async () => {
     handler = (_req, res) => json(res, 400, { email: ['Enter a valid email address.'] });
-    expect(await client.sendEvent(KEY, { event_name: 'e', email: 'x' })).toMatchObject({ kind: 'bad_request', message: 'email: Enter a valid email address.' });
+    expect(await client.sendEvent(KEY, { event_name: 'e', email: 'x' })).toMatchObject({
+      kind: 'bad_request',
+      message: 'email: Enter a valid email address.',
+    });
   });
 
   it('another 4xx is bad_request naming the status', async () => {
     handler = (_req, res) => res.writeHead(418).end();
     expect(await client.sendEvent(KEY, { event_name: 'e', email: 'a@example.com' })).toMatchObject({
-      kind: 'bad_request', status: 418, message: 'The email service answered with unexpected status 418.',
+      kind: 'bad_request',
+      status: 418,
+      message: 'The email service answered with unexpected status 418.',
     });
   });
 
@@ -220,7 +252,11 @@ describe('classification of odd answers', () => {
 });
 
 describe('keys that cannot be sent', () => {
-  it.each([['empty', ''], ['with a line break', 'sk_live_abc\r\nX-Evil: 1'], ['with a space', 'sk live']])('%s → auth without a request', async (_l, key) => {
+  it.each([
+    ['empty', ''],
+    ['with a line break', 'sk_live_abc\r\nX-Evil: 1'],
+    ['with a space', 'sk live'],
+  ])('%s → auth without a request', async (_l, key) => {
     const r = await client.checkKey(key);
     expect(r).toMatchObject({ kind: 'auth', rate: {}, durationMs: 0 });
     expect(server.seen).toHaveLength(0);
@@ -231,19 +267,35 @@ describe('error bodies that carry both message and detail', () => {
   it('403 prefers detail, 400 prefers message', async () => {
     handler = (req, res) => json(res, req.path.includes('send') ? 400 : 403, { message: 'the message', detail: 'the detail' });
     expect(await client.checkKey(KEY)).toMatchObject({ kind: 'blocked', message: 'the detail' });
-    expect(await client.sendEvent(KEY, { event_name: 'e', email: 'a@example.com' })).toMatchObject({ kind: 'bad_request', message: 'the message' });
+    expect(await client.sendEvent(KEY, { event_name: 'e', email: 'a@example.com' })).toMatchObject({
+      kind: 'bad_request',
+      message: 'the message',
+    });
   });
 });
 
 describe('whether a failed request may have reached the service', () => {
   it('is false for an answer (the service refused) and true for a timeout (it may be processing it)', async () => {
-    const answered = await errorsModule.failureFromResponse({ status: 500, headers: {}, body: undefined, text: '', rate: {}, durationMs: 1 });
+    const answered = await errorsModule.failureFromResponse({
+      status: 500,
+      headers: {},
+      body: undefined,
+      text: '',
+      rate: {},
+      durationMs: 1,
+    });
     expect(answered.mayHaveArrived).toBe(false);
-    const timedOut = errorsModule.failureFromError(Object.assign(new Error('t'), { name: 'TimeoutError' }), { timeoutMs: 1000, durationMs: 1000 });
+    const timedOut = errorsModule.failureFromError(Object.assign(new Error('t'), { name: 'TimeoutError' }), {
+      timeoutMs: 1000,
+      durationMs: 1000,
+    });
     expect(timedOut.mayHaveArrived).toBe(true);
     const reset = errorsModule.failureFromError(Object.assign(new Error('r'), { code: 'ECONNRESET' }), { timeoutMs: 1000, durationMs: 5 });
     expect(reset.mayHaveArrived).toBe(true);
-    const refused = errorsModule.failureFromError(Object.assign(new Error('c'), { code: 'ECONNREFUSED' }), { timeoutMs: 1000, durationMs: 5 });
+    const refused = errorsModule.failureFromError(Object.assign(new Error('c'), { code: 'ECONNREFUSED' }), {
+      timeoutMs: 1000,
+      durationMs: 5,
+    });
     expect(refused.mayHaveArrived).toBe(false);
   });
 });

@@ -6,15 +6,23 @@ import { sleep } from './support';
 interface Reply {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  body: any;  
+  body: any;
   text: string;
 }
 
 let em: ServiceEmulator;
 
 async function call(
-  method: string, path: string,
-  opts: { key?: string; auth?: 'header' | 'underscore' | 'bearer'; accept?: string | null; body?: unknown; contentType?: string; raw?: string } = {},
+  method: string,
+  path: string,
+  opts: {
+    key?: string;
+    auth?: 'header' | 'underscore' | 'bearer';
+    accept?: string | null;
+    body?: unknown;
+    contentType?: string;
+    raw?: string;
+  } = {},
 ): Promise<Reply> {
   const headers: Record<string, string> = {};
   if (opts.accept !== null) headers.accept = opts.accept ?? 'application/json';
@@ -29,12 +37,17 @@ async function call(
   const res = await request(`${em.url}${path}`, { method: method as 'GET', headers, body });
   const text = await res.body.text();
   let parsed: unknown;
-  try { parsed = JSON.parse(text); } catch { parsed = undefined; }
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
   return { status: res.statusCode, headers: res.headers, body: parsed, text };
 }
 
 const send = (key: string, body: unknown): Promise<Reply> => call('POST', '/webhook/send/', { key, body });
-const check = (key?: string, extra: Parameters<typeof call>[2] = {}): Promise<Reply> => call('GET', '/webhook/api_key/validate/', { key, ...extra });
+const check = (key?: string, extra: Parameters<typeof call>[2] = {}): Promise<Reply> =>
+  call('GET', '/webhook/api_key/validate/', { key, ...extra });
 
 beforeAll(async () => {
   em = await startServiceEmulator({ blockThreshold: 0 });
@@ -55,7 +68,9 @@ describe('authentication', () => {
     const missing = await check();
     expect(missing).toMatchObject({ status: 401, body: { detail: 'Authentication credentials were not provided.' } });
     expect((await check('sk_sandbox_nope')).body).toEqual({ detail: 'Invalid API key.' });
-    const tokenForm = await request(`${em.url}/webhook/api_key/validate/`, { headers: { accept: 'application/json', authorization: `Token ${apiKey}` } });
+    const tokenForm = await request(`${em.url}/webhook/api_key/validate/`, {
+      headers: { accept: 'application/json', authorization: `Token ${apiKey}` },
+    });
     expect(tokenForm.statusCode).toBe(401);
     await tokenForm.body.dump();
     const other = em.createKey(id, 'second');
@@ -68,8 +83,12 @@ describe('authentication', () => {
 
 describe('Accept header', () => {
   it.each([
-    ['missing', null, 406], ['text/html', 'text/html', 406], ['json with q=0', 'application/json;q=0', 406],
-    ['application/json', 'application/json', 200], ['*/*', '*/*', 200], ['application/*', 'application/*', 200],
+    ['missing', null, 406],
+    ['text/html', 'text/html', 406],
+    ['json with q=0', 'application/json;q=0', 406],
+    ['application/json', 'application/json', 200],
+    ['*/*', '*/*', 200],
+    ['application/*', 'application/*', 200],
     ['a list naming json', 'text/html, application/json;q=0.9', 200],
   ])('%s → %i', async (_label, accept, status) => {
     const { apiKey } = em.createWorkspace();
@@ -83,7 +102,9 @@ describe('rate-limit headers are on every response', () => {
   it('on 200, 400, 401, 404, 406, 429 and injected 500', async () => {
     const { apiKey, id } = em.createWorkspace({ rateLimit: 3 });
     const seen: Array<[number, unknown, unknown]> = [];
-    const note = (r: Reply): void => { seen.push([r.status, r.headers['x-ratelimit-limit'], r.headers['x-ratelimit-remaining']]); };
+    const note = (r: Reply): void => {
+      seen.push([r.status, r.headers['x-ratelimit-limit'], r.headers['x-ratelimit-remaining']]);
+    };
     note(await check(apiKey));
     note(await send(apiKey, { email: 'a@example.com' }));
     note(await check('sk_sandbox_unknown'));
@@ -94,7 +115,14 @@ describe('rate-limit headers are on every response', () => {
     note(await check(apiKey));
     note(await check(apiKey));
     expect(seen).toEqual([
-      [200, '3', '2'], [400, '3', '1'], [401, '10', '10'], [404, '3', '1'], [406, '3', '1'], [500, '3', '1'], [200, '3', '0'], [429, '3', '0'],
+      [200, '3', '2'],
+      [400, '3', '1'],
+      [401, '10', '10'],
+      [404, '3', '1'],
+      [406, '3', '1'],
+      [500, '3', '1'],
+      [200, '3', '0'],
+      [429, '3', '0'],
     ]);
     expect(em.eventCounts(id)).toEqual({});
   });
@@ -157,7 +185,9 @@ describe('rate limit: a 1-second sliding window per team', () => {
   it('serves 20 workspaces at 400 requests quickly', async () => {
     const keys = Array.from({ length: 20 }, () => em.createWorkspace({ rateLimit: 1000 }).apiKey);
     const started = Date.now();
-    const replies = await Promise.all(keys.flatMap((k, i) => Array.from({ length: 20 }, (_, j) => send(k, { event_name: 'bench', email: `c${i}-${j}@example.com` }))));
+    const replies = await Promise.all(
+      keys.flatMap((k, i) => Array.from({ length: 20 }, (_, j) => send(k, { event_name: 'bench', email: `c${i}-${j}@example.com` }))),
+    );
     expect(replies.every((r) => r.status === 200)).toBe(true);
     expect(Date.now() - started).toBeLessThan(3000);
     expect(em.events({ eventName: 'bench' })).toHaveLength(400);
@@ -171,8 +201,16 @@ describe('bad requests (400 with a message)', () => {
     ['missing email', { event_name: 'e' }, 'email is required.'],
     ['invalid email', { event_name: 'e', email: 'a@b' }, 'email must be a valid email address.'],
     ['numeric email', { event_name: 'e', email: 12 }, 'email must be a valid email address.'],
-    ['event_attribute an array', { event_name: 'e', email: 'a@example.com', event_attribute: [1] }, 'event_attribute must be a JSON object.'],
-    ['event_attribute a string', { event_name: 'e', email: 'a@example.com', event_attribute: 'x' }, 'event_attribute must be a JSON object.'],
+    [
+      'event_attribute an array',
+      { event_name: 'e', email: 'a@example.com', event_attribute: [1] },
+      'event_attribute must be a JSON object.',
+    ],
+    [
+      'event_attribute a string',
+      { event_name: 'e', email: 'a@example.com', event_attribute: 'x' },
+      'event_attribute must be a JSON object.',
+    ],
     ['event_attribute null', { event_name: 'e', email: 'a@example.com', event_attribute: null }, 'event_attribute must be a JSON object.'],
     ['a JSON array body', [{ event_name: 'e' }], 'Request body must be a JSON object.'],
   ])('send-event with %s', async (_label, body, message) => {
@@ -183,18 +221,28 @@ describe('bad requests (400 with a message)', () => {
 
   it('a non-JSON body, or a non-JSON content type', async () => {
     const { apiKey } = em.createWorkspace();
-    expect(await call('POST', '/webhook/send/', { key: apiKey, raw: '{nope' })).toMatchObject({ status: 400, body: { message: 'Request body is not valid JSON.' } });
+    expect(await call('POST', '/webhook/send/', { key: apiKey, raw: '{nope' })).toMatchObject({
+      status: 400,
+      body: { message: 'Request body is not valid JSON.' },
+    });
     expect(await call('POST', '/webhook/send/', { key: apiKey, raw: '{}', contentType: 'text/plain' })).toMatchObject({
-      status: 400, body: { message: 'Content-Type must be application/json.' },
+      status: 400,
+      body: { message: 'Content-Type must be application/json.' },
     });
   });
 
   it('key validation without data.shop_id, and contact delete without a valid email', async () => {
     const { apiKey } = em.createWorkspace();
-    expect(await call('POST', '/webhook/api_key/validate', { key: apiKey, auth: 'bearer', body: { type: 'shopify', data: {} } })).toMatchObject({
-      status: 400, body: { message: 'data.shop_id is required.' },
+    expect(
+      await call('POST', '/webhook/api_key/validate', { key: apiKey, auth: 'bearer', body: { type: 'shopify', data: {} } }),
+    ).toMatchObject({
+      status: 400,
+      body: { message: 'data.shop_id is required.' },
     });
-    expect(await call('POST', '/api/webhook/contact/delete/', { key: apiKey, body: {} })).toMatchObject({ status: 400, body: { message: 'email is required.' } });
+    expect(await call('POST', '/api/webhook/contact/delete/', { key: apiKey, body: {} })).toMatchObject({
+      status: 400,
+      body: { message: 'email is required.' },
+    });
   });
 
   it('a body over 1 MB is 413', async () => {
@@ -213,7 +261,9 @@ describe('temporary block (403) after repeated bad requests', () => {
       const second = local.createKey(a.id);
       const post = async (key: string, body: unknown): Promise<number> => {
         const res = await request(`${local.url}/webhook/send/`, {
-          method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/json', 'x-service-api-key': key }, body: JSON.stringify(body),
+          method: 'POST',
+          headers: { accept: 'application/json', 'content-type': 'application/json', 'x-service-api-key': key },
+          body: JSON.stringify(body),
         });
         const text = await res.body.text();
         if (res.statusCode === 403) expect(JSON.parse(text).detail).toMatch(/^You do not have permission to perform this action\./);
@@ -240,23 +290,39 @@ describe('temporary block (403) after repeated bad requests', () => {
 describe('send-event semantics', () => {
   it('creates unknown events and contacts, merges contact properties, stores attributes, counts in real time', async () => {
     const { apiKey, id } = em.createWorkspace();
-    expect(await send(apiKey, { event_name: 'order_placed', email: 'Ada@Example.com', first_name: 'Ada', tags: ['vip'], event_attribute: { order_id: '1' } }))
-      .toMatchObject({ status: 200, body: { success: true } });
+    expect(
+      await send(apiKey, {
+        event_name: 'order_placed',
+        email: 'Ada@Example.com',
+        first_name: 'Ada',
+        tags: ['vip'],
+        event_attribute: { order_id: '1' },
+      }),
+    ).toMatchObject({ status: 200, body: { success: true } });
     await send(apiKey, { event_name: 'order_placed', email: 'ada@example.com', last_name: 'Lovelace', first_name: 'Ada L.' });
     await send(apiKey, { event_name: 'order_paid', email: 'bob@example.com' });
     expect(em.eventCounts(id)).toEqual({ order_placed: 2, order_paid: 1 });
     const ada = em.contacts(id).find((c) => c.email === 'ada@example.com');
     expect(ada?.properties).toEqual({ first_name: 'Ada L.', tags: ['vip'], last_name: 'Lovelace' });
-    expect(em.contacts(id).map((c) => c.email).sort()).toEqual(['ada@example.com', 'bob@example.com']);
+    expect(
+      em
+        .contacts(id)
+        .map((c) => c.email)
+        .sort(),
+    ).toEqual(['ada@example.com', 'bob@example.com']);
     const events = em.events({ workspaceId: id, email: 'ADA@example.com' });
     expect(events).toHaveLength(2);
-    expect(events[0]).toMatchObject({ event_name: 'order_placed', event_attribute: { order_id: '1' }, contactProperties: { first_name: 'Ada', tags: ['vip'] } });
+    expect(events[0]).toMatchObject({
+      event_name: 'order_placed',
+      event_attribute: { order_id: '1' },
+      contactProperties: { first_name: 'Ada', tags: ['vip'] },
+    });
     expect(events[1]!.event_attribute).toEqual({});
     expect(events[0]!.receivedAt).toBeGreaterThan(Date.now() - 5000);
     expect(em.events({ eventName: 'order_paid' })).toHaveLength(1);
   });
 
-  it('keeps each team\'s data apart', async () => {
+  it("keeps each team's data apart", async () => {
     const a = em.createWorkspace();
     const b = em.createWorkspace();
     await send(a.apiKey, { event_name: 'e', email: 'a@example.com' });
@@ -268,8 +334,13 @@ describe('send-event semantics', () => {
 describe('other endpoints', () => {
   it('key validation: POST returns the workspace; GET returns success on both path forms', async () => {
     const { apiKey, id, name } = em.createWorkspace({ name: 'Acme' });
-    expect(await call('POST', '/webhook/api_key/validate', { key: apiKey, auth: 'bearer', body: { type: 'shopify', data: { shop_id: '1', shop_name: 'acme' } } }))
-      .toMatchObject({ status: 200, body: { success: true, workspace_id: id, workspace_name: name } });
+    expect(
+      await call('POST', '/webhook/api_key/validate', {
+        key: apiKey,
+        auth: 'bearer',
+        body: { type: 'shopify', data: { shop_id: '1', shop_name: 'acme' } },
+      }),
+    ).toMatchObject({ status: 200, body: { success: true, workspace_id: id, workspace_name: name } });
     expect(await check(apiKey)).toMatchObject({ status: 200, body: { success: true } });
     expect(await call('GET', '/api/webhook/api_key/validate/', { key: apiKey })).toMatchObject({ status: 200, body: { success: true } });
   });
@@ -277,9 +348,15 @@ describe('other endpoints', () => {
   it('lists on both path forms and custom fields, as {count, next, previous, results}', async () => {
     const { apiKey, id } = em.createWorkspace();
     const lists = await call('GET', '/webhook/lists/', { key: apiKey });
-    expect(lists.body).toEqual({ count: 2, next: null, previous: null, results: [
-      { id: `${id}-list-1`, name: 'Newsletter', contact_count: 0 }, { id: `${id}-list-2`, name: 'VIP customers', contact_count: 0 },
-    ] });
+    expect(lists.body).toEqual({
+      count: 2,
+      next: null,
+      previous: null,
+      results: [
+        { id: `${id}-list-1`, name: 'Newsletter', contact_count: 0 },
+        { id: `${id}-list-2`, name: 'VIP customers', contact_count: 0 },
+      ],
+    });
     expect((await call('GET', '/api/webhook/lists', { key: apiKey })).body).toEqual(lists.body);
     const fields = await call('GET', '/api/webhook/customfields/', { key: apiKey });
     expect(fields.body.results).toContainEqual({ key: 'first_name', label: 'First name', type: 'text' });
@@ -289,10 +366,14 @@ describe('other endpoints', () => {
   it('contact delete: 200 with a message, then 404', async () => {
     const { apiKey, id } = em.createWorkspace();
     await send(apiKey, { event_name: 'e', email: 'gone@example.com' });
-    expect(await call('POST', '/api/webhook/contact/delete/', { key: apiKey, body: { email: 'GONE@example.com' } }))
-      .toMatchObject({ status: 200, body: { message: 'User deleted successfully' } });
-    expect(await call('POST', '/api/webhook/contact/delete/', { key: apiKey, body: { email: 'gone@example.com' } }))
-      .toMatchObject({ status: 404, body: { detail: 'Contact not found.' } });
+    expect(await call('POST', '/api/webhook/contact/delete/', { key: apiKey, body: { email: 'GONE@example.com' } })).toMatchObject({
+      status: 200,
+      body: { message: 'User deleted successfully' },
+    });
+    expect(await call('POST', '/api/webhook/contact/delete/', { key: apiKey, body: { email: 'gone@example.com' } })).toMatchObject({
+      status: 404,
+      body: { detail: 'Contact not found.' },
+    });
     expect(em.deletedContacts(id)).toEqual(['gone@example.com']);
     expect(em.events({ workspaceId: id })).toHaveLength(1);
   });
@@ -328,18 +409,30 @@ describe('fault injection', () => {
     const { apiKey } = em.createWorkspace();
     em.injectFault({ mode: 'status403', count: 5, path: '/webhook/send' });
     expect((await check(apiKey)).status).toBe(200);
-    expect(await send(apiKey, { event_name: 'e', email: 'a@example.com' })).toMatchObject({ status: 403, body: { detail: expect.any(String) } });
+    expect(await send(apiKey, { event_name: 'e', email: 'a@example.com' })).toMatchObject({
+      status: 403,
+      body: { detail: expect.any(String) },
+    });
     em.clearFaults();
     expect((await send(apiKey, { event_name: 'e', email: 'a@example.com' })).status).toBe(200);
   });
 
-  it.each([['status401', 401], ['status400', 400], ['status406', 406]] as const)('%s answers %i', async (mode, status) => {
+  it.each([
+    ['status401', 401],
+    ['status400', 400],
+    ['status406', 406],
+  ] as const)('%s answers %i', async (mode, status) => {
     const { apiKey } = em.createWorkspace();
     em.injectFault({ mode });
     expect((await check(apiKey)).status).toBe(status);
   });
 
-  it.each([['status404', 404], ['status408', 408], ['status425', 425], ['status503', 503]] as const)('%s answers %i in JSON, with the rate headers', async (mode, status) => {
+  it.each([
+    ['status404', 404],
+    ['status408', 408],
+    ['status425', 425],
+    ['status503', 503],
+  ] as const)('%s answers %i in JSON, with the rate headers', async (mode, status) => {
     const { apiKey } = em.createWorkspace();
     em.injectFault({ mode, path: '/webhook/send' });
     const r = await send(apiKey, { event_name: 'e', email: 'a@example.com' });
@@ -349,7 +442,10 @@ describe('fault injection', () => {
   it('success_false answers 200 {"success": false} and records no event', async () => {
     const { apiKey, id } = em.createWorkspace();
     em.injectFault({ mode: 'success_false' });
-    expect(await send(apiKey, { event_name: 'e', email: 'a@example.com' })).toMatchObject({ status: 200, body: { success: false, message: expect.any(String) } });
+    expect(await send(apiKey, { event_name: 'e', email: 'a@example.com' })).toMatchObject({
+      status: 200,
+      body: { success: false, message: expect.any(String) },
+    });
     expect(em.eventCounts(id)).toEqual({});
   });
 
@@ -366,7 +462,16 @@ describe('fault injection', () => {
     em.injectFault({ mode: 'redirect307', location: 'http://elsewhere.example/webhook/send/' });
     const moved = await send(apiKey, { event_name: 'e', email: 'a@example.com' });
     expect(moved).toMatchObject({ status: 307, headers: { location: 'http://elsewhere.example/webhook/send/' } });
-    expect(em.requests().slice(-3).map((r) => [r.status, r.fault])).toEqual([[404, 'proxy404'], [200, 'html200'], [307, 'redirect307']]);
+    expect(
+      em
+        .requests()
+        .slice(-3)
+        .map((r) => [r.status, r.fault]),
+    ).toEqual([
+      [404, 'proxy404'],
+      [200, 'html200'],
+      [307, 'redirect307'],
+    ]);
   });
 
   it('delay: the answer comes after delayMs, and is then processed normally', async () => {
@@ -393,7 +498,13 @@ describe('recorded requests', () => {
     await check(apiKey, { auth: 'underscore' });
     await check(apiKey, { auth: 'bearer' });
     const [a, b] = em.requests();
-    expect(a).toMatchObject({ method: 'GET', path: '/webhook/api_key/validate/', status: 200, workspaceId: id, headers: { 'x-service_api_key': '[masked]' } });
+    expect(a).toMatchObject({
+      method: 'GET',
+      path: '/webhook/api_key/validate/',
+      status: 200,
+      workspaceId: id,
+      headers: { 'x-service_api_key': '[masked]' },
+    });
     expect(b!.headers.authorization).toBe('Bearer [masked]');
     expect(JSON.stringify(em.requests())).not.toContain(apiKey);
   });
@@ -402,7 +513,9 @@ describe('recorded requests', () => {
 describe('/_sandbox over HTTP', () => {
   const sb = async (method: string, path: string, body?: unknown): Promise<Reply> => {
     const res = await request(`${em.url}/_sandbox${path}`, {
-      method: method as 'GET', body: body === undefined ? undefined : JSON.stringify(body), headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      method: method as 'GET',
+      body: body === undefined ? undefined : JSON.stringify(body),
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
     });
     const text = await res.body.text();
     return { status: res.statusCode, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
@@ -410,7 +523,10 @@ describe('/_sandbox over HTTP', () => {
 
   it('creates workspaces and keys, revokes keys, sets limits, without auth and without rate limit', async () => {
     const created = await sb('POST', '/workspaces', { name: 'Dev shop' });
-    expect(created).toMatchObject({ status: 201, body: { workspace_id: expect.any(String), api_key: expect.any(String), workspace_name: 'Dev shop' } });
+    expect(created).toMatchObject({
+      status: 201,
+      body: { workspace_id: expect.any(String), api_key: expect.any(String), workspace_name: 'Dev shop' },
+    });
     const { workspace_id: wsId, api_key: key } = created.body;
     expect((await check(key)).status).toBe(200);
     const extra = await sb('POST', '/keys', { workspace_id: wsId, name: 'worker' });
@@ -430,8 +546,12 @@ describe('/_sandbox over HTTP', () => {
   it('inspects events, contacts and requests, injects and clears faults, resets', async () => {
     const { apiKey, id } = em.createWorkspace();
     await send(apiKey, { event_name: 'e1', email: 'a@example.com', city: 'Oslo', event_attribute: { k: 1 } });
-    expect((await sb('GET', `/events?workspace_id=${id}&event_name=e1`)).body.events).toEqual([expect.objectContaining({ email: 'a@example.com', event_attribute: { k: 1 } })]);
-    expect((await sb('GET', '/contacts')).body.contacts).toEqual([expect.objectContaining({ email: 'a@example.com', properties: { city: 'Oslo' } })]);
+    expect((await sb('GET', `/events?workspace_id=${id}&event_name=e1`)).body.events).toEqual([
+      expect.objectContaining({ email: 'a@example.com', event_attribute: { k: 1 } }),
+    ]);
+    expect((await sb('GET', '/contacts')).body.contacts).toEqual([
+      expect.objectContaining({ email: 'a@example.com', properties: { city: 'Oslo' } }),
+    ]);
     const reqs = await sb('GET', `/requests?workspace_id=${id}`);
     expect(reqs.body.requests).toHaveLength(1);
     expect(reqs.text).not.toContain(apiKey);

@@ -27,7 +27,7 @@ beforeAll(async () => {
     const key = String(req.headers['x-service-api-key'] ?? req.headers.authorization ?? '').replace(/^Bearer /, '');
     const n = echo.seen.length % 6;
     const statuses = [400, 403, 500, 418, 429, 200];
-    if (n === 5) return json(res, 200, { success: true, workspace_id: "ws-1", workspace_name: "Echo" });
+    if (n === 5) return json(res, 200, { success: true, workspace_id: 'ws-1', workspace_name: 'Echo' });
     return json(res, statuses[n]!, { message: `Key ${key} is wrong`, detail: `Key ${key} is blocked` }, { 'retry-after': '1' });
   });
 });

@@ -14,7 +14,8 @@ export function captureLogs(level = 'trace'): CapturedLogs {
   const lines: string[] = [];
   const logger = createLogger(level, { write: (s: string) => lines.push(s) });
   return {
-    logger, lines,
+    logger,
+    lines,
     text: () => lines.join(''),
     levels: () => lines.map((l) => (JSON.parse(l) as { level: number }).level),
   };

@@ -26,7 +26,12 @@ describe('ensureChromium', () => {
   it('runs the ensure command when the browser is missing, and succeeds once it is there', () => {
     const browser = path.join(dir, 'chromium');
     const logged: string[] = [];
-    const r = ensureChromium({ path: browser, installable: true, ensure: sh(`printf '#!/bin/sh\\n' > ${browser} && chmod +x ${browser}`), log: (l) => logged.push(l) });
+    const r = ensureChromium({
+      path: browser,
+      installable: true,
+      ensure: sh(`printf '#!/bin/sh\\n' > ${browser} && chmod +x ${browser}`),
+      log: (l) => logged.push(l),
+    });
     expect(r).toEqual({ ok: true, installed: true });
     expect(logged.join('\n')).toMatch(/is missing; running bash scripts\/ensure-chromium\.sh/);
   });
@@ -36,7 +41,9 @@ describe('ensureChromium', () => {
     const r = ensureChromium({
       path: path.join(dir, 'chromium'),
       installable: true,
-      ensure: sh('echo "apt-get: some noise" >&2; echo "ensure-chromium: installing chromium with apt-get needs root or sudo without a password prompt" >&2; exit 1'),
+      ensure: sh(
+        'echo "apt-get: some noise" >&2; echo "ensure-chromium: installing chromium with apt-get needs root or sudo without a password prompt" >&2; exit 1',
+      ),
     });
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(r.ok).toBe(false);
@@ -53,14 +60,23 @@ describe('ensureChromium', () => {
   });
 
   it('fails when the ensure command cannot start at all', () => {
-    const r = ensureChromium({ path: path.join(dir, 'chromium'), installable: true, ensure: { command: path.join(dir, 'no-such-command'), args: [] } });
+    const r = ensureChromium({
+      path: path.join(dir, 'chromium'),
+      installable: true,
+      ensure: { command: path.join(dir, 'no-such-command'), args: [] },
+    });
     expect(r).toEqual({ ok: false, line: expect.stringMatching(/could not run/) });
   });
 
   it('never installs for a CHROMIUM_PATH of its own: it names the path instead', () => {
     const marker = path.join(dir, 'ran');
     const r = ensureChromium({ path: path.join(dir, 'my-chrome'), installable: false, ensure: sh(`touch ${marker}`) });
-    expect(r).toEqual({ ok: false, line: expect.stringMatching(/my-chrome: install Chromium there, or unset CHROMIUM_PATH .*\[CHROMIUM_PATH names no executable file\]$/) });
+    expect(r).toEqual({
+      ok: false,
+      line: expect.stringMatching(
+        /my-chrome: install Chromium there, or unset CHROMIUM_PATH .*\[CHROMIUM_PATH names no executable file\]$/,
+      ),
+    });
     expect(fs.existsSync(marker)).toBe(false);
   });
 });
@@ -118,8 +134,10 @@ describe('the e2e globalSetup', () => {
   });
 
   it('belongs to the e2e project alone, so unit, db and fault runs never install a browser', () => {
-     
-    const config = require('../../../jest.config.js') as { globalSetup?: string; projects: Array<{ displayName: string; globalSetup?: string }> };
+    const config = require('../../../jest.config.js') as {
+      globalSetup?: string;
+      projects: Array<{ displayName: string; globalSetup?: string }>;
+    };
     expect(config.globalSetup).toBeUndefined();
     const withSetup = config.projects.filter((p) => p.globalSetup).map((p) => [p.displayName, p.globalSetup]);
     expect(withSetup).toEqual([['e2e', '<rootDir>/test/setup/global-setup.ts']]);

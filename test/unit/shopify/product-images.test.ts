@@ -1,6 +1,13 @@
 // The pure parts behind product images, optional scopes and Shopify's cost limits.
 import { readCost, restoreWaitMs, ThrottleTracker } from '../../../src/integrations/shopify/admin-graphql';
-import { fieldsFor, fromLookup, parseProductDelete, parseProductUpdate, productUrl, withProductFields } from '../../../src/integrations/shopify/product-cache';
+import {
+  fieldsFor,
+  fromLookup,
+  parseProductDelete,
+  parseProductUpdate,
+  productUrl,
+  withProductFields,
+} from '../../../src/integrations/shopify/product-cache';
 import { gidNumber, parseLookup } from '../../../src/integrations/shopify/product-query';
 import { FEATURE_SCOPES, hasScopes, missingScopes, OPTIONAL_SCOPES, parseScopes } from '../../../src/integrations/shopify/scopes';
 import { featuresFor } from '../../../src/admin/permissions';
@@ -23,17 +30,34 @@ describe('scopes', () => {
     expect(OPTIONAL_SCOPES).toEqual(['read_products', 'write_pixels', 'read_customer_events']);
     expect(featuresFor(['read_orders', 'read_products'])).toEqual([
       { feature: 'product_images', scopes: ['read_products'], granted: true, missing: [] },
-      { feature: 'storefront_pixel', scopes: ['write_pixels', 'read_customer_events', 'read_products'], granted: false, missing: ['write_pixels', 'read_customer_events'] },
+      {
+        feature: 'storefront_pixel',
+        scopes: ['write_pixels', 'read_customer_events', 'read_products'],
+        granted: false,
+        missing: ['write_pixels', 'read_customer_events'],
+      },
     ]);
   });
 });
 
 describe('the cost extension and throttling', () => {
-  const throttled = { extensions: { cost: { requestedQueryCost: 102, actualQueryCost: null, throttleStatus: { maximumAvailable: 2000, currentlyAvailable: 2, restoreRate: 100 } } } };
+  const throttled = {
+    extensions: {
+      cost: {
+        requestedQueryCost: 102,
+        actualQueryCost: null,
+        throttleStatus: { maximumAvailable: 2000, currentlyAvailable: 2, restoreRate: 100 },
+      },
+    },
+  };
 
   it('reads the cost and computes the wait until the requested cost is restored', () => {
     const cost = readCost(throttled);
-    expect(cost).toEqual({ requestedQueryCost: 102, actualQueryCost: null, throttleStatus: { maximumAvailable: 2000, currentlyAvailable: 2, restoreRate: 100 } });
+    expect(cost).toEqual({
+      requestedQueryCost: 102,
+      actualQueryCost: null,
+      throttleStatus: { maximumAvailable: 2000, currentlyAvailable: 2, restoreRate: 100 },
+    });
     expect(restoreWaitMs(cost)).toBe(1000);
     expect(restoreWaitMs(cost, 2)).toBe(0);
     // a query costing more than the bucket holds never fits: waiting is pointless
@@ -63,23 +87,57 @@ describe('product cache entries', () => {
     const lookup = parseLookup([big, '2'], ['31'], {
       shop: { primaryDomain: { url: 'https://shop.example/' }, currencyCode: 'EUR' },
       nodes: [
-        { __typename: 'Product', id: `gid://shopify/Product/${big}`, handle: 'linen-shirt', title: 'Linen Shirt', onlineStoreUrl: 'https://shop.example/products/linen-shirt', featuredImage: { url: 'https://cdn.example/a.png' } },
+        {
+          __typename: 'Product',
+          id: `gid://shopify/Product/${big}`,
+          handle: 'linen-shirt',
+          title: 'Linen Shirt',
+          onlineStoreUrl: 'https://shop.example/products/linen-shirt',
+          featuredImage: { url: 'https://cdn.example/a.png' },
+        },
         null,
-        { __typename: 'ProductVariant', id: 'gid://shopify/ProductVariant/31', title: 'M', sku: 'LS-M', price: '49.90', image: null, product: { id: `gid://shopify/Product/${big}` } },
+        {
+          __typename: 'ProductVariant',
+          id: 'gid://shopify/ProductVariant/31',
+          title: 'M',
+          sku: 'LS-M',
+          price: '49.90',
+          image: null,
+          product: { id: `gid://shopify/Product/${big}` },
+        },
       ],
     });
     expect(lookup.primaryDomain).toBe(domain);
     expect(lookup.currency).toBe('EUR');
-    expect(lookup.products.get(big)).toEqual({ handle: 'linen-shirt', title: 'Linen Shirt', onlineStoreUrl: 'https://shop.example/products/linen-shirt', featuredImage: 'https://cdn.example/a.png' });
+    expect(lookup.products.get(big)).toEqual({
+      handle: 'linen-shirt',
+      title: 'Linen Shirt',
+      onlineStoreUrl: 'https://shop.example/products/linen-shirt',
+      featuredImage: 'https://cdn.example/a.png',
+    });
     expect(lookup.products.get('2')).toBeNull();
     expect(lookup.variants.get('31')).toEqual({ productId: big, image: null, title: 'M', sku: 'LS-M', price: 49.9 });
   });
 
   it('uses the variant image, else the featured image; links only products on the Online Store', () => {
     const variant = { title: 'Red', sku: null, price: 20 };
-    const entry = fromLookup('1', { handle: 'tote', title: 'Tote', onlineStoreUrl: 'x', featuredImage: 'https://cdn.example/tote.png' }, [['11', { productId: '1', image: 'https://cdn.example/tote-red.png', ...variant }], ['12', null]], domain, new Date(), 'USD');
+    const entry = fromLookup(
+      '1',
+      { handle: 'tote', title: 'Tote', onlineStoreUrl: 'x', featuredImage: 'https://cdn.example/tote.png' },
+      [
+        ['11', { productId: '1', image: 'https://cdn.example/tote-red.png', ...variant }],
+        ['12', null],
+      ],
+      domain,
+      new Date(),
+      'USD',
+    );
     expect(entry).toMatchObject({ title: 'Tote', currency: 'USD', variants: { '11': variant } });
-    expect(fieldsFor(entry, '11')).toEqual({ image_url: 'https://cdn.example/tote-red.png', product_url: 'https://shop.example/products/tote', product_handle: 'tote' });
+    expect(fieldsFor(entry, '11')).toEqual({
+      image_url: 'https://cdn.example/tote-red.png',
+      product_url: 'https://shop.example/products/tote',
+      product_handle: 'tote',
+    });
     expect(fieldsFor(entry, '12').image_url).toBe('https://cdn.example/tote.png');
     expect(fieldsFor(entry, null).image_url).toBe('https://cdn.example/tote.png');
     expect(fieldsFor(undefined, '11')).toEqual({ image_url: null, product_url: null, product_handle: null });
@@ -90,7 +148,9 @@ describe('product cache entries', () => {
 
   it('adds the three fields to line items, keeping every other field', () => {
     const items = [{ product_id: '1', variant_id: null, title: 'Tote', quantity: 2 }];
-    expect(withProductFields(items, [{ image_url: 'i', product_url: 'u', product_handle: 'h' }])).toEqual([{ product_id: '1', variant_id: null, title: 'Tote', quantity: 2, image_url: 'i', product_url: 'u', product_handle: 'h' }]);
+    expect(withProductFields(items, [{ image_url: 'i', product_url: 'u', product_handle: 'h' }])).toEqual([
+      { product_id: '1', variant_id: null, title: 'Tote', quantity: 2, image_url: 'i', product_url: 'u', product_handle: 'h' },
+    ]);
     expect(withProductFields(items, [])[0]).toMatchObject({ image_url: null, product_url: null, product_handle: null });
   });
 });

@@ -8,14 +8,38 @@ import { vouchedEmails, vouchSourceOf } from '../../../src/processing/storefront
 import { MAX_EVENTS_PER_BATCH, readBatch } from '../../../src/processing/storefront/wire';
 
 const AT = new Date('2026-11-23T10:00:00.000Z');
-const variant = { id: '45101', title: 'Default Title', price: { amount: 18.5, currencyCode: 'USD' }, image: { src: '//cdn.example/mug.png?v=3' }, product: { id: '8101', title: 'Aurora Mug', url: '/products/aurora-mug?ref=mail' } };
-const view = (extra: Record<string, unknown> = {}) => ({ id: 'sh-1', name: 'product_viewed', timestamp: AT.toISOString(), url: 'https://shop.example/products/aurora-mug?email=a@b.c#top', data: { productVariant: variant }, ...extra });
-const envelope = (events: unknown[], extra: Record<string, unknown> = {}) => ({ v: 1, key: 'pk_1', client_id: 'client-1', consent: { marketing: true, analytics: true }, customer: null, events, ...extra });
+const variant = {
+  id: '45101',
+  title: 'Default Title',
+  price: { amount: 18.5, currencyCode: 'USD' },
+  image: { src: '//cdn.example/mug.png?v=3' },
+  product: { id: '8101', title: 'Aurora Mug', url: '/products/aurora-mug?ref=mail' },
+};
+const view = (extra: Record<string, unknown> = {}) => ({
+  id: 'sh-1',
+  name: 'product_viewed',
+  timestamp: AT.toISOString(),
+  url: 'https://shop.example/products/aurora-mug?email=a@b.c#top',
+  data: { productVariant: variant },
+  ...extra,
+});
+const envelope = (events: unknown[], extra: Record<string, unknown> = {}) => ({
+  v: 1,
+  key: 'pk_1',
+  client_id: 'client-1',
+  consent: { marketing: true, analytics: true },
+  customer: null,
+  events,
+  ...extra,
+});
 
 describe('readHead (stage 1, no JSON parsing)', () => {
   it('reads the key and client id the pixel writes first', () => {
     expect(readHead(Buffer.from(JSON.stringify(envelope([view()]))))).toEqual({ key: 'pk_1', clientId: 'client-1' });
-    expect(readHead(Buffer.from('  {"v": 1, "key" : "k-_9", "client_id":"a3f1c6e2-7b4d"'))).toEqual({ key: 'k-_9', clientId: 'a3f1c6e2-7b4d' });
+    expect(readHead(Buffer.from('  {"v": 1, "key" : "k-_9", "client_id":"a3f1c6e2-7b4d"'))).toEqual({
+      key: 'k-_9',
+      clientId: 'a3f1c6e2-7b4d',
+    });
   });
 
   it('reads nothing from another order, escapes, quotes, or beyond its first 512 bytes', () => {
@@ -27,7 +51,8 @@ describe('readHead (stage 1, no JSON parsing)', () => {
       `{"v":1,"key":"${'k'.repeat(129)}","client_id":"c"}`,
       `${' '.repeat(600)}{"v":1,"key":"k","client_id":"c"}`,
       '{"v":2,"key":"k","client_id":"c"}',
-    ]) expect([raw, readHead(Buffer.from(raw))]).toEqual([raw, null]);
+    ])
+      expect([raw, readHead(Buffer.from(raw))]).toEqual([raw, null]);
   });
 });
 
@@ -59,12 +84,19 @@ describe('the client address of the per-IP limit', () => {
 describe('emails vouched for by signed webhooks', () => {
   it('takes customers’, orders’ and checkouts’ valid emails, normalised; nothing of other topics', () => {
     expect(vouchedEmails('customers/create', { email: ' Jane@Example.COM ' })).toEqual(['jane@example.com']);
-    expect(vouchedEmails('orders/paid', { email: 'a@example.com', contact_email: 'b@example.com', customer: { email: 'A@example.com' } }).sort()).toEqual(['a@example.com', 'b@example.com']);
+    expect(
+      vouchedEmails('orders/paid', { email: 'a@example.com', contact_email: 'b@example.com', customer: { email: 'A@example.com' } }).sort(),
+    ).toEqual(['a@example.com', 'b@example.com']);
     expect(vouchedEmails('checkouts/update', { email: null, customer: { email: 'c@example.com' } })).toEqual(['c@example.com']);
     expect(vouchedEmails('checkouts/create', { email: 'not-an-email' })).toEqual([]);
     expect(vouchedEmails('refunds/create', { email: 'a@example.com' })).toEqual([]);
     expect(vouchedEmails('customers/redact', { customer: { email: 'a@example.com' } })).toEqual([]);
-    expect([vouchSourceOf('orders/create'), vouchSourceOf('customers/update'), vouchSourceOf('checkouts/create'), vouchSourceOf('fulfillments/create')]).toEqual(['order', 'customer', 'checkout', null]);
+    expect([
+      vouchSourceOf('orders/create'),
+      vouchSourceOf('customers/update'),
+      vouchSourceOf('checkouts/create'),
+      vouchSourceOf('fulfillments/create'),
+    ]).toEqual(['order', 'customer', 'checkout', null]);
   });
 });
 
@@ -84,10 +116,28 @@ describe('email keys', () => {
 
 describe('readBatch (stage 2)', () => {
   it('turns a valid batch into storefront events, products by reference only (what an older bundle says of them is ignored)', () => {
-    const add = { id: 'sh-3', name: 'product_added_to_cart', timestamp: AT.toISOString(), data: { cartLine: { quantity: 2, cost: { totalAmount: { amount: 0.01, currencyCode: 'USD' } }, merchandise: variant } } };
-    const b = readBatch(envelope([view(), { ...view(), id: 'sh-2', name: 'page_viewed', data: {} }, add, { ...view(), id: 'sh-4', data: { productVariant: { product: { id: '8102' } } } }]), AT);
+    const add = {
+      id: 'sh-3',
+      name: 'product_added_to_cart',
+      timestamp: AT.toISOString(),
+      data: { cartLine: { quantity: 2, cost: { totalAmount: { amount: 0.01, currencyCode: 'USD' } }, merchandise: variant } },
+    };
+    const b = readBatch(
+      envelope([
+        view(),
+        { ...view(), id: 'sh-2', name: 'page_viewed', data: {} },
+        add,
+        { ...view(), id: 'sh-4', data: { productVariant: { product: { id: '8102' } } } },
+      ]),
+      AT,
+    );
     expect(b).toEqual({
-      ok: true, key: 'pk_1', clientId: 'client-1', marketing: true, email: null, invalid: 0,
+      ok: true,
+      key: 'pk_1',
+      clientId: 'client-1',
+      marketing: true,
+      email: null,
+      invalid: 0,
       events: [
         { kind: 'view', id: 'sh-1', at: AT, ref: { product_id: '8101', variant_id: '45101' } },
         { kind: 'other', id: 'sh-2', at: AT },
@@ -99,17 +149,42 @@ describe('readBatch (stage 2)', () => {
   });
 
   it('drops events of unknown names or wrong shapes alone, and counts them', () => {
-    const b = readBatch(envelope([
-      view(), { ...view(), name: 'order_completed' }, { ...view(), data: { productVariant: { title: 'no product id' } } },
-      { ...view(), data: { productVariant: { ...variant, price: { amount: '18.50' } } } }, { name: 'product_viewed' }, 'not an event',
-      { id: 'sh-9', name: 'product_added_to_cart', timestamp: AT.toISOString(), data: { cartLine: { quantity: 0, merchandise: variant } } },
-    ]), AT);
+    const b = readBatch(
+      envelope([
+        view(),
+        { ...view(), name: 'order_completed' },
+        { ...view(), data: { productVariant: { title: 'no product id' } } },
+        { ...view(), data: { productVariant: { ...variant, price: { amount: '18.50' } } } },
+        { name: 'product_viewed' },
+        'not an event',
+        {
+          id: 'sh-9',
+          name: 'product_added_to_cart',
+          timestamp: AT.toISOString(),
+          data: { cartLine: { quantity: 0, merchandise: variant } },
+        },
+      ]),
+      AT,
+    );
     expect(b.ok && [b.events.length, b.invalid]).toEqual([1, 6]);
   });
 
   it('refuses a batch whose envelope is wrong, or that holds more than 50 events', () => {
-    expect(readBatch(envelope(Array.from({ length: MAX_EVENTS_PER_BATCH + 1 }, () => view())), AT)).toMatchObject({ ok: false, events: 51, reason: expect.stringMatching(/^not a pixel batch: events/) });
-    for (const bad of [null, [], 'x', envelope([], { v: 2 }), envelope([], { consent: null }), envelope([], { client_id: 'bad id with spaces' }), envelope([], { customer: { email: 42 } }), envelope({} as unknown[])]) {
+    expect(readBatch(envelope(Array.from({ length: MAX_EVENTS_PER_BATCH + 1 }, () => view())), AT)).toMatchObject({
+      ok: false,
+      events: 51,
+      reason: expect.stringMatching(/^not a pixel batch: events/),
+    });
+    for (const bad of [
+      null,
+      [],
+      'x',
+      envelope([], { v: 2 }),
+      envelope([], { consent: null }),
+      envelope([], { client_id: 'bad id with spaces' }),
+      envelope([], { customer: { email: 42 } }),
+      envelope({} as unknown[]),
+    ]) {
       expect(readBatch(bad, AT).ok).toBe(false);
     }
   });
@@ -117,7 +192,9 @@ describe('readBatch (stage 2)', () => {
   it('reads consent (false means no marketing; null is Shopify’s pixel manager’s call) and the email', () => {
     expect(readBatch(envelope([], { consent: { marketing: false, analytics: true } }), AT)).toMatchObject({ marketing: false });
     expect(readBatch(envelope([], { consent: { marketing: null, analytics: null } }), AT)).toMatchObject({ marketing: true });
-    expect(readBatch(envelope([], { customer: { email: '  Jane.Doe@Example.COM ' } }), AT)).toMatchObject({ email: 'jane.doe@example.com' });
+    expect(readBatch(envelope([], { customer: { email: '  Jane.Doe@Example.COM ' } }), AT)).toMatchObject({
+      email: 'jane.doe@example.com',
+    });
     expect(readBatch(envelope([], { customer: { email: '+1 555 0100' } }), AT)).toMatchObject({ email: null });
   });
 

@@ -24,7 +24,8 @@ export function devTokens(shop) {
     } catch {
       throw new ApiError(0, 'network_error', 'The app could not be reached. Is `npm run dev` still running?');
     }
-    if (!res.ok) throw new ApiError(res.status, 'dev_token_unavailable', 'The sandbox could not provide a session token for the simulated shop.');
+    if (!res.ok)
+      throw new ApiError(res.status, 'dev_token_unavailable', 'The sandbox could not provide a session token for the simulated shop.');
     const data = await res.json();
     cached = { token: data.token, until: Date.now() + Math.max(5, (data.expires_in ?? 60) - 15) * 1000 };
     return data.token;
@@ -33,7 +34,9 @@ export function devTokens(shop) {
   return async ({ fresh = false } = {}) => {
     if (!fresh && cached && cached.until > Date.now()) return cached.token;
     // concurrent callers share one request
-    pending ??= fetchToken().finally(() => { pending = null; });
+    pending ??= fetchToken().finally(() => {
+      pending = null;
+    });
     return pending;
   };
 }

@@ -53,7 +53,9 @@ export function announce(message) {
   const live = document.getElementById('live');
   if (!live) return;
   live.textContent = '';
-  setTimeout(() => { live.textContent = message; }, 30);
+  setTimeout(() => {
+    live.textContent = message;
+  }, 30);
 }
 
 let ids = 0;
@@ -74,7 +76,14 @@ export function timeAgo(iso) {
   const d = new Date(iso);
   const s = Math.round((d.getTime() - Date.now()) / 1000);
   const abs = Math.abs(s);
-  const [value, unit] = abs < 45 ? [s, 'second'] : abs < 2700 ? [Math.round(s / 60), 'minute'] : abs < 79200 ? [Math.round(s / 3600), 'hour'] : [Math.round(s / 86400), 'day'];
+  const [value, unit] =
+    abs < 45
+      ? [s, 'second']
+      : abs < 2700
+        ? [Math.round(s / 60), 'minute']
+        : abs < 79200
+          ? [Math.round(s / 3600), 'hour']
+          : [Math.round(s / 86400), 'day'];
   const text = abs < 10 ? 'just now' : rtf.format(value, unit);
   return h('time', { datetime: d.toISOString(), title: dtf.format(d) }, text);
 }
@@ -95,10 +104,16 @@ export function formatMs(ms) {
 }
 
 const TONES = {
-  connected: 'success', delivered: 'success',
-  invalid_key: 'critical', key_unreadable: 'critical', dead: 'critical',
-  held: 'warning', queued: 'info', delivering: 'info',
-  disconnected: 'neutral', cancelled: 'neutral',
+  connected: 'success',
+  delivered: 'success',
+  invalid_key: 'critical',
+  key_unreadable: 'critical',
+  dead: 'critical',
+  held: 'warning',
+  queued: 'info',
+  delivering: 'info',
+  disconnected: 'neutral',
+  cancelled: 'neutral',
 };
 const LABELS = { invalid_key: 'Invalid key', key_unreadable: 'Key unreadable', disconnected: 'Not connected' };
 

@@ -73,7 +73,15 @@ async function boot() {
   }
   shown();
 
-  await Promise.all([connection.refresh(), activity.refresh(), budget.refresh(), history.refresh(), properties.refresh(), lists.refresh(), permissions.refresh()]);
+  await Promise.all([
+    connection.refresh(),
+    activity.refresh(),
+    budget.refresh(),
+    history.refresh(),
+    properties.refresh(),
+    lists.refresh(),
+    permissions.refresh(),
+  ]);
   document.body.dataset.ready = 'true';
 
   let n = 0;

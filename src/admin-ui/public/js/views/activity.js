@@ -10,7 +10,11 @@ export function mountActivity(card, ctx) {
   renderStatsPlaceholder(statsBox);
   const testBox = h('div', { class: 'test-box' });
   const logBox = h('div', { class: 'log-box' });
-  const refreshButton = h('button', { class: 'button button--plain', type: 'button', id: 'refresh-activity', onclick: () => busy(refreshButton, refreshButtonClicked) }, 'Refresh');
+  const refreshButton = h(
+    'button',
+    { class: 'button button--plain', type: 'button', id: 'refresh-activity', onclick: () => busy(refreshButton, refreshButtonClicked) },
+    'Refresh',
+  );
   render(slot(card, 'actions'), refreshButton);
   render(slot(card), statsBox, testBox, logBox);
 

@@ -30,9 +30,12 @@ function banner(warnings) {
     return { code: w.code, why: at < 0 ? w.message : w.message.slice(0, at).trim(), helps: at < 0 ? null : w.message.slice(at) };
   });
   const helps = parts.find((p) => p.helps)?.helps ?? null;
-  return h('div', { class: 'banner banner--warning' },
+  return h(
+    'div',
+    { class: 'banner banner--warning' },
     parts.map((p) => h('p', { class: 'budget-warning', dataset: { warning: p.code } }, p.why)),
-    helps ? h('p', { class: 'budget-warning budget-warning--helps' }, helps) : null);
+    helps ? h('p', { class: 'budget-warning budget-warning--helps' }, helps) : null,
+  );
 }
 
 const HELPS = 'What helps:';
@@ -44,10 +47,13 @@ const percent = (part, whole) => {
 };
 
 function tile(id, label, value, note) {
-  return h('div', { class: 'stat', id },
+  return h(
+    'div',
+    { class: 'stat', id },
     h('dt', { class: 'stat__label' }, label),
     h('dd', { class: 'stat__value' }, value),
-    h('dd', { class: 'stat__note' }, note));
+    h('dd', { class: 'stat__note' }, note),
+  );
 }
 
 /** The tiles, the status line and the table; `view` null: placeholders in every value. */
@@ -61,39 +67,80 @@ function layout(view) {
   const perHour = known ? view.limit_per_sec * 3600 : 0;
 
   const status = !known
-    // the calm line's own words, unseen: the placeholder wraps exactly as the line will
-    ? h('div', { class: 'budget-status' }, h('p', { class: 'budget-ok' }, h('span', { class: 'unseen', 'aria-hidden': 'true' }, CALM)))
+    ? // the calm line's own words, unseen: the placeholder wraps exactly as the line will
+      h('div', { class: 'budget-status' }, h('p', { class: 'budget-ok' }, h('span', { class: 'unseen', 'aria-hidden': 'true' }, CALM)))
     : view.warnings.length === 0
-      ? h('div', { class: 'budget-status', id: 'budget-status' },
-        h('p', { class: 'budget-ok' }, CALM))
+      ? h('div', { class: 'budget-status', id: 'budget-status' }, h('p', { class: 'budget-ok' }, CALM))
       : h('div', { class: 'budget-status', id: 'budget-status' }, banner(view.warnings));
 
-  const tiles = h('dl', { class: 'stats stats--budget' },
-    tile('budget-limit', 'Limit', known ? `${num(view.limit_per_sec)} a second` : bar('5em'), known ? `${num(perHour)} requests an hour` : bar('70%')),
+  const tiles = h(
+    'dl',
+    { class: 'stats stats--budget' },
+    tile(
+      'budget-limit',
+      'Limit',
+      known ? `${num(view.limit_per_sec)} a second` : bar('5em'),
+      known ? `${num(perHour)} requests an hour` : bar('70%'),
+    ),
     tile('budget-sent', 'Sent, last hour', known ? num(sent) : bar(), known ? `${percent(sent, perHour)} of the limit` : bar('60%')),
     tile('budget-waiting', 'Waiting now', known ? num(waiting) : bar(), known ? `${num(scheduled)} scheduled for later` : bar('70%')),
-    tile('budget-shops', 'Shared by', known ? plural(view.shops_in_workspace, 'shop', 'shops') : bar('4em'), known ? (view.shops_in_workspace > 1 ? 'of this workspace' : 'this store alone') : bar('60%')));
+    tile(
+      'budget-shops',
+      'Shared by',
+      known ? plural(view.shops_in_workspace, 'shop', 'shops') : bar('4em'),
+      known ? (view.shops_in_workspace > 1 ? 'of this workspace' : 'this store alone') : bar('60%'),
+    ),
+  );
 
   const cell = (value, cls) => h('td', { class: cls ?? 'num' }, known ? value : bar('2.5em'));
   // scrolls sideways on a phone: focusable, so the keyboard can scroll it too
-  const table = h('div', { class: 'log budget-table', tabindex: '0', role: 'region', 'aria-label': 'Delivery budget by class' },
-    h('table', { class: 'table', id: 'budget-classes', 'aria-busy': known ? null : 'true' },
+  const table = h(
+    'div',
+    { class: 'log budget-table', tabindex: '0', role: 'region', 'aria-label': 'Delivery budget by class' },
+    h(
+      'table',
+      { class: 'table', id: 'budget-classes', 'aria-busy': known ? null : 'true' },
       h('caption', { class: 'visually-hidden' }, 'The delivery budget by class, highest priority first'),
-      h('thead', {}, h('tr', {}, COLUMNS.map((c, i) => h('th', { scope: 'col', class: i === 0 ? null : 'num' }, c)))),
-      h('tbody', {}, CLASSES.map(([key, label, note]) => {
-        const c = classes.get(key);
-        return h('tr', { dataset: { class: key } },
-          h('th', { scope: 'row' }, h('span', { class: 'strong' }, label), h('span', { class: 'cell-note cell-note--text' }, note)),
-          cell(c && num(c.sent_1h)),
-          cell(c && num(c.queued)),
-          cell(c && (c.queued > 0 ? formatDuration(c.oldest_queued_age_s) : '—')),
-          cell(c && (c.queued > 0 ? `about ${formatDuration(c.drain_eta_s)}` : '—')),
-          cell(c && (c.expired_24h > 0 ? h('span', { class: 'text-warning' }, num(c.expired_24h)) : '0')),
-          cell(c && (key === 'critical' ? 'goes first' : `${Math.round(c.floor * 100)}%`)));
-      }))));
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          COLUMNS.map((c, i) => h('th', { scope: 'col', class: i === 0 ? null : 'num' }, c)),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        CLASSES.map(([key, label, note]) => {
+          const c = classes.get(key);
+          return h(
+            'tr',
+            { dataset: { class: key } },
+            h('th', { scope: 'row' }, h('span', { class: 'strong' }, label), h('span', { class: 'cell-note cell-note--text' }, note)),
+            cell(c && num(c.sent_1h)),
+            cell(c && num(c.queued)),
+            cell(c && (c.queued > 0 ? formatDuration(c.oldest_queued_age_s) : '—')),
+            cell(c && (c.queued > 0 ? `about ${formatDuration(c.drain_eta_s)}` : '—')),
+            cell(c && (c.expired_24h > 0 ? h('span', { class: 'text-warning' }, num(c.expired_24h)) : '0')),
+            cell(c && (key === 'critical' ? 'goes first' : `${Math.round(c.floor * 100)}%`)),
+          );
+        }),
+      ),
+    ),
+  );
 
-  return [status, tiles, table,
-    h('p', { class: 'help' }, 'Waiting: due now (an abandonment waiting out its delay, or a retry its backoff, is scheduled, not waiting). Sent within: an estimate; the classes above go first, and each class keeps its floor share of the requests while it has work waiting. Triggers and behaviour events still waiting a day after they were due expire unsent.')];
+  return [
+    status,
+    tiles,
+    table,
+    h(
+      'p',
+      { class: 'help' },
+      'Waiting: due now (an abandonment waiting out its delay, or a retry its backoff, is scheduled, not waiting). Sent within: an estimate; the classes above go first, and each class keeps its floor share of the requests while it has work waiting. Triggers and behaviour events still waiting a day after they were due expire unsent.',
+    ),
+  ];
 }
 
 export function mountBudget(card, ctx) {

@@ -17,39 +17,110 @@ export function mountDeliveries(container, ctx) {
   const { api, bus, catalog } = ctx;
   const state = { status: '', cursors: [], page: null };
 
-  const filter = h('select', { id: 'delivery-status', class: 'select', onchange: () => { state.status = filter.value; state.cursors = []; load(); } },
+  const filter = h(
+    'select',
+    {
+      id: 'delivery-status',
+      class: 'select',
+      onchange: () => {
+        state.status = filter.value;
+        state.cursors = [];
+        load();
+      },
+    },
     h('option', { value: '' }, 'All statuses'),
-    catalog.delivery_statuses.map((st) => h('option', { value: st }, humanize(st))));
-  const newer = h('button', { class: 'button', type: 'button', onclick: () => { state.cursors.pop(); load(); } }, '\u2190 Newer');
-  const older = h('button', { class: 'button', type: 'button', onclick: () => { state.cursors.push(state.page.next_cursor); load(); } }, 'Older \u2192');
+    catalog.delivery_statuses.map((st) => h('option', { value: st }, humanize(st))),
+  );
+  const newer = h(
+    'button',
+    {
+      class: 'button',
+      type: 'button',
+      onclick: () => {
+        state.cursors.pop();
+        load();
+      },
+    },
+    '\u2190 Newer',
+  );
+  const older = h(
+    'button',
+    {
+      class: 'button',
+      type: 'button',
+      onclick: () => {
+        state.cursors.push(state.page.next_cursor);
+        load();
+      },
+    },
+    'Older \u2192',
+  );
   const pageInfo = h('span', { class: 'subdued', 'aria-live': 'polite' });
   const COLUMNS = ['ID', 'Event', 'Status', 'Attempts', 'Created', 'Result', 'Action'];
-  const head = () => h('thead', {}, h('tr', {}, COLUMNS.map((c, i) =>
-    h('th', { scope: 'col', class: i === 3 ? 'num' : null }, i === 6 ? h('span', { class: 'visually-hidden' }, c) : c))));
+  const head = () =>
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        COLUMNS.map((c, i) =>
+          h('th', { scope: 'col', class: i === 3 ? 'num' : null }, i === 6 ? h('span', { class: 'visually-hidden' }, c) : c),
+        ),
+      ),
+    );
   // a page of placeholder rows, each as tall as a loaded one (two lines in the event cell)
   // scrolls sideways on a phone: focusable, so the keyboard can scroll it too
-  const table = h('div', { class: 'log', id: 'delivery-log', 'aria-busy': 'true', tabindex: '0', role: 'region', 'aria-labelledby': 'delivery-log-title' },
-    h('table', { class: 'table', 'aria-hidden': 'true' }, head(),
-      h('tbody', {}, Array.from({ length: PAGE_SIZE }, () => h('tr', {},
-        h('td', { class: 'mono' }, skeleton('2em')),
-        h('td', {}, h('span', { class: 'strong' }, skeleton('8em')), h('span', { class: 'cell-note' }, skeleton('6em'))),
-        h('td', {}, skeleton('5em')),
-        h('td', { class: 'num' }, skeleton('1em')),
-        h('td', {}, skeleton('4em')),
-        h('td', { class: 'result' }, skeleton('8em')),
-        h('td', { class: 'actions-cell' }))))));
+  const table = h(
+    'div',
+    { class: 'log', id: 'delivery-log', 'aria-busy': 'true', tabindex: '0', role: 'region', 'aria-labelledby': 'delivery-log-title' },
+    h(
+      'table',
+      { class: 'table', 'aria-hidden': 'true' },
+      head(),
+      h(
+        'tbody',
+        {},
+        Array.from({ length: PAGE_SIZE }, () =>
+          h(
+            'tr',
+            {},
+            h('td', { class: 'mono' }, skeleton('2em')),
+            h('td', {}, h('span', { class: 'strong' }, skeleton('8em')), h('span', { class: 'cell-note' }, skeleton('6em'))),
+            h('td', {}, skeleton('5em')),
+            h('td', { class: 'num' }, skeleton('1em')),
+            h('td', {}, skeleton('4em')),
+            h('td', { class: 'result' }, skeleton('8em')),
+            h('td', { class: 'actions-cell' }),
+          ),
+        ),
+      ),
+    ),
+  );
   const heading = h('h3', { class: 'subheading', id: 'delivery-log-title', tabindex: '-1' }, 'Delivery log');
 
-  render(container,
-    h('div', { class: 'log-header' }, heading,
-      h('div', { class: 'inline-field' }, h('label', { for: 'delivery-status', class: 'label' }, 'Status'), filter)),
+  render(
+    container,
+    h(
+      'div',
+      { class: 'log-header' },
+      heading,
+      h('div', { class: 'inline-field' }, h('label', { for: 'delivery-status', class: 'label' }, 'Status'), filter),
+    ),
     table,
-    h('nav', { class: 'pager', 'aria-label': 'Delivery log pages' }, newer, pageInfo, older));
+    h('nav', { class: 'pager', 'aria-label': 'Delivery log pages' }, newer, pageInfo, older),
+  );
 
   function resultCell(d) {
     if (d.status === 'delivered') return ['Delivered ', timeAgo(d.delivered_at)];
-    if (d.status === 'held') return h('span', { class: 'text-warning' }, `Held: ${HELD_REASONS[d.held_reason] ?? d.held_reason ?? 'waiting on you'}`);
-    if (d.last_error) return h('span', { class: d.status === 'dead' ? 'text-critical' : d.status === 'delivered_unconfirmed' ? 'text-warning' : 'subdued' }, d.last_error);
+    if (d.status === 'held')
+      return h('span', { class: 'text-warning' }, `Held: ${HELD_REASONS[d.held_reason] ?? d.held_reason ?? 'waiting on you'}`);
+    if (d.last_error)
+      return h(
+        'span',
+        { class: d.status === 'dead' ? 'text-critical' : d.status === 'delivered_unconfirmed' ? 'text-warning' : 'subdued' },
+        d.last_error,
+      );
     if (d.status === 'queued' && new Date(d.run_at) > new Date()) return ['Scheduled ', timeAgo(d.run_at)];
     return h('span', { class: 'subdued' }, '—');
   }
@@ -57,16 +128,29 @@ export function mountDeliveries(container, ctx) {
   function row(d) {
     const name = humanize(d.event_name);
     const retry = RETRYABLE.has(d.status)
-      ? h('button', { class: 'button button--small', type: 'button', 'aria-label': `Retry delivery ${d.id}, ${name}`, dataset: { focusKey: `retry-${d.id}` }, onclick: (e) => onRetry(d, e.currentTarget) }, 'Retry')
+      ? h(
+          'button',
+          {
+            class: 'button button--small',
+            type: 'button',
+            'aria-label': `Retry delivery ${d.id}, ${name}`,
+            dataset: { focusKey: `retry-${d.id}` },
+            onclick: (e) => onRetry(d, e.currentTarget),
+          },
+          'Retry',
+        )
       : null;
-    return h('tr', { dataset: { id: d.id, status: d.status, event: d.event_name } },
+    return h(
+      'tr',
+      { dataset: { id: d.id, status: d.status, event: d.event_name } },
       h('td', { class: 'mono' }, `#${d.id}`),
       h('td', {}, h('span', { class: 'strong' }, name), h('span', { class: 'cell-note' }, d.topic)),
       h('td', {}, badge(d.status)),
       h('td', { class: 'num' }, d.attempts),
       h('td', {}, timeAgo(d.created_at)),
       h('td', { class: 'result' }, resultCell(d)),
-      h('td', { class: 'actions-cell' }, retry));
+      h('td', { class: 'actions-cell' }, retry),
+    );
   }
 
   function show(page) {
@@ -76,14 +160,27 @@ export function mountDeliveries(container, ctx) {
     older.disabled = !page.next_cursor;
     pageInfo.textContent = `Page ${state.cursors.length + 1}`;
     if (page.deliveries.length === 0) {
-      render(table, h('p', { class: 'empty' }, state.status
-        ? `No ${humanize(state.status).toLowerCase()} deliveries.`
-        : 'No deliveries yet. Send a test event to check the connection, or wait for store activity.'));
+      render(
+        table,
+        h(
+          'p',
+          { class: 'empty' },
+          state.status
+            ? `No ${humanize(state.status).toLowerCase()} deliveries.`
+            : 'No deliveries yet. Send a test event to check the connection, or wait for store activity.',
+        ),
+      );
     } else {
-      render(table, h('table', { class: 'table' },
-        h('caption', { class: 'visually-hidden' }, `Deliveries, newest first${state.status ? `, status ${state.status}` : ''}`),
-        head(),
-        h('tbody', {}, page.deliveries.map(row))));
+      render(
+        table,
+        h(
+          'table',
+          { class: 'table' },
+          h('caption', { class: 'visually-hidden' }, `Deliveries, newest first${state.status ? `, status ${state.status}` : ''}`),
+          head(),
+          h('tbody', {}, page.deliveries.map(row)),
+        ),
+      );
     }
     if (focusKey) (table.querySelector(`[data-focus-key="${focusKey}"]`) ?? heading).focus();
   }
@@ -130,8 +227,12 @@ export function mountDeliveries(container, ctx) {
   }
 
   // Auto-refresh only the first page: moving rows under someone reading older pages is unkind.
-  bus.on('tick', () => { if (state.cursors.length === 0) load({ quiet: true }); });
-  bus.on('deliveries', () => { if (state.cursors.length === 0) load({ quiet: true }); });
+  bus.on('tick', () => {
+    if (state.cursors.length === 0) load({ quiet: true });
+  });
+  bus.on('deliveries', () => {
+    if (state.cursors.length === 0) load({ quiet: true });
+  });
   bus.on('connection', () => load({ quiet: true }));
   return { refresh: () => load({ quiet: true }), load };
 }

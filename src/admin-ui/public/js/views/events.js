@@ -24,7 +24,8 @@ const DESCRIPTIONS = {
   shipment_delivery_failed: 'The carrier could not deliver a shipment (a failed attempt or a failure).',
   viewed_product: 'A shopper views a product in your store (at most once per product and hour).',
   added_to_cart: 'A shopper adds a product to the cart.',
-  browse_abandoned: 'A shopper viewed products, then added nothing to the cart and started no checkout within the delay (60 minutes by default).',
+  browse_abandoned:
+    'A shopper viewed products, then added nothing to the cart and started no checkout within the delay (60 minutes by default).',
   cart_abandoned: 'A shopper added to the cart, then started no checkout within the delay (60 minutes by default).',
 };
 
@@ -47,8 +48,15 @@ export function mountEvents(card, ctx) {
   });
 
   const delay = h('input', {
-    id: 'abandonment-delay', name: 'abandonment_delay_minutes', type: 'number', class: 'input input--narrow', inputmode: 'numeric',
-    min: String(limits.min), max: String(limits.max), step: '1', value: String(ctx.settings.abandonment_delay_minutes),
+    id: 'abandonment-delay',
+    name: 'abandonment_delay_minutes',
+    type: 'number',
+    class: 'input input--narrow',
+    inputmode: 'numeric',
+    min: String(limits.min),
+    max: String(limits.max),
+    step: '1',
+    value: String(ctx.settings.abandonment_delay_minutes),
     'aria-describedby': 'abandonment-delay-help abandonment-delay-error',
   });
   const error = h('p', { id: 'abandonment-delay-error', class: 'field-error', role: 'alert', hidden: true });
@@ -75,14 +83,23 @@ export function mountEvents(card, ctx) {
     });
   }
 
-  render(body,
+  render(
+    body,
     list.element,
     h('p', { class: 'help' }, 'The test event (connector_test) is always sent.'),
-    h('form', { class: 'delay-form', novalidate: true, onsubmit: onSave },
+    h(
+      'form',
+      { class: 'delay-form', novalidate: true, onsubmit: onSave },
       h('label', { for: 'abandonment-delay', class: 'label' }, 'Abandoned checkout delay'),
       h('div', { class: 'key-row' }, h('span', { class: 'input-suffix' }, delay, h('span', { 'aria-hidden': 'true' }, 'minutes')), save),
-      h('p', { id: 'abandonment-delay-help', class: 'help' }, `How long after a checkout's last activity it counts as abandoned, in minutes (${limits.min}\u2013${limits.max}).`),
-      error));
+      h(
+        'p',
+        { id: 'abandonment-delay-help', class: 'help' },
+        `How long after a checkout's last activity it counts as abandoned, in minutes (${limits.min}\u2013${limits.max}).`,
+      ),
+      error,
+    ),
+  );
 
   ctx.bus.on('budget', (view) => {
     const byName = new Map(view.events_7d.map((e) => [e.event_name, e]));
@@ -102,13 +119,33 @@ const pct = (share) => (share > 0 && share < 0.01 ? '<1%' : `${Math.round(share 
  * a bar of that share. `undefined`: not loaded yet; null: nothing sent.
  */
 function volumeLine(e) {
-  if (e === undefined) return h('div', { class: 'volume' }, h('p', { class: 'volume__text' }, skeleton('9em')), h('span', { class: 'volume__bar', 'aria-hidden': 'true' }));
-  const text = e === null || (e.sends === 0 && e.expired === 0)
-    ? ['7 days: none sent']
-    : ['7 days: ', h('strong', {}, e.sends.toLocaleString()), ' sent \u00b7 ', pct(e.share), h('span', { class: 'visually-hidden' }, ' of the delivery budget'),
-      e.expired > 0 ? h('span', { class: 'text-warning' }, ` \u00b7 ${e.expired.toLocaleString()} expired`) : null];
+  if (e === undefined)
+    return h(
+      'div',
+      { class: 'volume' },
+      h('p', { class: 'volume__text' }, skeleton('9em')),
+      h('span', { class: 'volume__bar', 'aria-hidden': 'true' }),
+    );
+  const text =
+    e === null || (e.sends === 0 && e.expired === 0)
+      ? ['7 days: none sent']
+      : [
+          '7 days: ',
+          h('strong', {}, e.sends.toLocaleString()),
+          ' sent \u00b7 ',
+          pct(e.share),
+          h('span', { class: 'visually-hidden' }, ' of the delivery budget'),
+          e.expired > 0 ? h('span', { class: 'text-warning' }, ` \u00b7 ${e.expired.toLocaleString()} expired`) : null,
+        ];
   const share = e?.share ?? 0;
-  return h('div', { class: 'volume', dataset: { event: e?.event_name ?? '', share: String(share) } },
+  return h(
+    'div',
+    { class: 'volume', dataset: { event: e?.event_name ?? '', share: String(share) } },
     h('p', { class: 'volume__text' }, text),
-    h('span', { class: 'volume__bar', 'aria-hidden': 'true' }, h('span', { style: `width: ${Math.max(share > 0 ? 1 : 0, Math.round(share * 100))}%` })));
+    h(
+      'span',
+      { class: 'volume__bar', 'aria-hidden': 'true' },
+      h('span', { style: `width: ${Math.max(share > 0 ? 1 : 0, Math.round(share * 100))}%` }),
+    ),
+  );
 }

@@ -20,36 +20,62 @@ export function mountImport(card, ctx) {
 
   /** The offer; `placeholder`: the same form, inert, standing in while the state loads. */
   function offer(status, { placeholder = false } = {}) {
-    const since = h('select', { id: 'import-since' },
+    const since = h(
+      'select',
+      { id: 'import-since' },
       h('option', { value: '365' }, 'Orders of the last 12 months'),
       h('option', { value: '90' }, 'Orders of the last 90 days'),
-      h('option', { value: 'all' }, 'All orders'));
+      h('option', { value: 'all' }, 'All orders'),
+    );
     const customers = h('input', { type: 'checkbox', id: 'import-customers', checked: true });
     const orders = h('input', { type: 'checkbox', id: 'import-orders', checked: true });
     const error = h('p', { class: 'text-critical', role: 'alert', hidden: true });
     const start = h('button', { class: 'button button--primary', type: 'submit' }, 'Start import');
-    const form = h('form', { class: 'import-form', inert: placeholder, onsubmit: async (e) => {
-      e.preventDefault();
-      const kinds = [customers.checked && 'customers', orders.checked && 'orders'].filter(Boolean);
-      if (kinds.length === 0) return Object.assign(error, { hidden: false, textContent: 'Choose customers, orders, or both.' });
-      const sinceValue = since.value === 'all' ? 'all' : new Date(Date.now() - Number(since.value) * 86_400_000).toISOString();
-      start.setAttribute('aria-busy', 'true');
-      try {
-        await api.startBackfill({ kinds, since: sinceValue });
-        announce('Import started.');
-        await refresh();
-      } catch (err) {
-        Object.assign(error, { hidden: false, textContent: err.message });
-      } finally {
-        start.removeAttribute('aria-busy');
-      }
-    } },
-      h('fieldset', {}, h('legend', { class: 'visually-hidden' }, 'What to import'),
-        h('label', {}, customers, ' Customers'), h('label', {}, orders, ' Orders')),
-      h('label', { for: 'import-since' }, 'Since '), since, start);
-    const last = status.state === 'completed' ? h('p', { class: 'subdued' }, `Last import finished ${new Date(status.finished_at).toLocaleString()}: ${status.queued.toLocaleString()} events queued, ${status.delivered.toLocaleString()} delivered.`)
-      : status.state === 'failed' ? h('p', { class: 'text-critical' }, `The last import failed: ${status.error}`)
-        : status.state === 'cancelled' ? h('p', { class: 'subdued' }, 'The last import was cancelled.') : null;
+    const form = h(
+      'form',
+      {
+        class: 'import-form',
+        inert: placeholder,
+        onsubmit: async (e) => {
+          e.preventDefault();
+          const kinds = [customers.checked && 'customers', orders.checked && 'orders'].filter(Boolean);
+          if (kinds.length === 0) return Object.assign(error, { hidden: false, textContent: 'Choose customers, orders, or both.' });
+          const sinceValue = since.value === 'all' ? 'all' : new Date(Date.now() - Number(since.value) * 86_400_000).toISOString();
+          start.setAttribute('aria-busy', 'true');
+          try {
+            await api.startBackfill({ kinds, since: sinceValue });
+            announce('Import started.');
+            await refresh();
+          } catch (err) {
+            Object.assign(error, { hidden: false, textContent: err.message });
+          } finally {
+            start.removeAttribute('aria-busy');
+          }
+        },
+      },
+      h(
+        'fieldset',
+        {},
+        h('legend', { class: 'visually-hidden' }, 'What to import'),
+        h('label', {}, customers, ' Customers'),
+        h('label', {}, orders, ' Orders'),
+      ),
+      h('label', { for: 'import-since' }, 'Since '),
+      since,
+      start,
+    );
+    const last =
+      status.state === 'completed'
+        ? h(
+            'p',
+            { class: 'subdued' },
+            `Last import finished ${new Date(status.finished_at).toLocaleString()}: ${status.queued.toLocaleString()} events queued, ${status.delivered.toLocaleString()} delivered.`,
+          )
+        : status.state === 'failed'
+          ? h('p', { class: 'text-critical' }, `The last import failed: ${status.error}`)
+          : status.state === 'cancelled'
+            ? h('p', { class: 'subdued' }, 'The last import was cancelled.')
+            : null;
     (placeholder ? renderBusy : render)(body, last, form, error);
   }
   offer({ state: 'none' }, { placeholder: true });
@@ -59,20 +85,50 @@ export function mountImport(card, ctx) {
     const done = status.delivered ?? 0;
     const planned = Math.max(total ?? 0, status.queued ?? 0);
     const pct = planned > 0 ? Math.min(100, Math.round((done / planned) * 100)) : 0;
-    render(body,
-      h('p', {}, status.state === 'pending' ? 'Asking Shopify for your store’s history…' : `Importing ${status.kinds.join(' and ')}: ${done.toLocaleString()} of ${planned ? planned.toLocaleString() : '…'} sent, ${eta(status.eta_s)}.`),
-      h('div', { class: 'progress', role: 'progressbar', 'aria-label': 'Import progress', 'aria-valuemin': '0', 'aria-valuemax': '100', 'aria-valuenow': String(pct) },
-        h('div', { class: 'progress__bar', style: `width: ${pct}%` })),
+    render(
+      body,
+      h(
+        'p',
+        {},
+        status.state === 'pending'
+          ? 'Asking Shopify for your store’s history…'
+          : `Importing ${status.kinds.join(' and ')}: ${done.toLocaleString()} of ${planned ? planned.toLocaleString() : '…'} sent, ${eta(status.eta_s)}.`,
+      ),
+      h(
+        'div',
+        {
+          class: 'progress',
+          role: 'progressbar',
+          'aria-label': 'Import progress',
+          'aria-valuemin': '0',
+          'aria-valuemax': '100',
+          'aria-valuenow': String(pct),
+        },
+        h('div', { class: 'progress__bar', style: `width: ${pct}%` }),
+      ),
       h('p', { class: 'subdued' }, `Read ${(status.processed ?? 0).toLocaleString()} rows from Shopify. Live events always go first.`),
-      h('button', { class: 'button', type: 'button', onclick: async () => {
-        await api.cancelBackfill().catch((err) => announce(`Could not cancel: ${err.message}`));
-        announce('Import cancelled.');
-        await refresh();
-      } }, 'Cancel import'));
+      h(
+        'button',
+        {
+          class: 'button',
+          type: 'button',
+          onclick: async () => {
+            await api.cancelBackfill().catch((err) => announce(`Could not cancel: ${err.message}`));
+            announce('Import cancelled.');
+            await refresh();
+          },
+        },
+        'Cancel import',
+      ),
+    );
   }
 
   async function refresh() {
-    if (connected === null) connected = await api.connection().then((c) => c.status === 'connected', () => false);
+    if (connected === null)
+      connected = await api.connection().then(
+        (c) => c.status === 'connected',
+        () => false,
+      );
     if (!connected) {
       body.removeAttribute('aria-busy');
       return render(body, h('p', { class: 'empty' }, 'Connect an API key first; then you can import your existing customers and orders.'));

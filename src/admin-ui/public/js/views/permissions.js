@@ -51,13 +51,18 @@ export function mountPermissions(card, ctx) {
 
   async function askShopify(scopes) {
     if (sandbox?.grant_scopes) {
-      const res = await fetch('/_dev/grant-scopes', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ shop, scopes }) });
+      const res = await fetch('/_dev/grant-scopes', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ shop, scopes }),
+      });
       const data = await res.json().catch(() => null);
       if (!res.ok) throw new Error(data?.error?.message ?? `HTTP ${res.status}`);
       return true;
     }
     const bridge = window.shopify;
-    if (!bridge?.scopes || typeof bridge.scopes.request !== 'function') throw new Error('Open this app from your Shopify admin to grant access.');
+    if (!bridge?.scopes || typeof bridge.scopes.request !== 'function')
+      throw new Error('Open this app from your Shopify admin to grant access.');
     const answer = await bridge.scopes.request(scopes);
     return answer?.result === 'granted-all';
   }
@@ -73,7 +78,9 @@ export function mountPermissions(card, ctx) {
         const view = await refresh({ sync: true });
         const now = view?.features.find((f) => f.feature === feature.feature);
         if (now?.granted && feature.feature === 'storefront_pixel') await activate();
-        result.textContent = now?.granted ? `${FEATURES[feature.feature]?.title ?? feature.feature}: access granted.` : 'Shopify has not confirmed the access yet; reload in a moment.';
+        result.textContent = now?.granted
+          ? `${FEATURES[feature.feature]?.title ?? feature.feature}: access granted.`
+          : 'Shopify has not confirmed the access yet; reload in a moment.';
       } catch (err) {
         result.textContent = `Access could not be granted: ${err.message}`;
       }
@@ -84,7 +91,9 @@ export function mountPermissions(card, ctx) {
     const run = async () => {
       try {
         const view = await api.activatePixel();
-        announce(view.state === 'active' ? 'The storefront pixel is active.' : `The storefront pixel is not active: ${view.error ?? view.state}`);
+        announce(
+          view.state === 'active' ? 'The storefront pixel is active.' : `The storefront pixel is not active: ${view.error ?? view.state}`,
+        );
       } catch (err) {
         result.textContent = `The pixel could not be activated: ${err.message}`;
       }
@@ -94,53 +103,115 @@ export function mountPermissions(card, ctx) {
   }
 
   function pixelLine(pixel, granted) {
-    const [tone, label] = granted === false ? PIXEL_STATES.missing_scopes : PIXEL_STATES[pixel?.state] ?? PIXEL_STATES.none;
-    const retry = granted && pixel?.state !== 'active'
-      ? h('button', { class: 'button button--small', type: 'button', dataset: { action: 'activate-pixel' }, onclick: (e) => activate(e.currentTarget) }, pixel?.state === 'none' ? 'Activate' : 'Retry activation')
-      : null;
-    return h('div', { class: 'test-result pixel-line', dataset: { pixelState: granted === false ? 'missing_scopes' : pixel?.state ?? 'none' } },
-      h('span', {}, 'Pixel: '), granted === undefined ? skeleton('80px') : tag(tone, label), retry,
-      granted && pixel?.error ? h('span', { class: pixel.state === 'error' ? 'text-critical' : 'subdued' }, pixel.error) : null);
+    const [tone, label] = granted === false ? PIXEL_STATES.missing_scopes : (PIXEL_STATES[pixel?.state] ?? PIXEL_STATES.none);
+    const retry =
+      granted && pixel?.state !== 'active'
+        ? h(
+            'button',
+            {
+              class: 'button button--small',
+              type: 'button',
+              dataset: { action: 'activate-pixel' },
+              onclick: (e) => activate(e.currentTarget),
+            },
+            pixel?.state === 'none' ? 'Activate' : 'Retry activation',
+          )
+        : null;
+    return h(
+      'div',
+      { class: 'test-result pixel-line', dataset: { pixelState: granted === false ? 'missing_scopes' : (pixel?.state ?? 'none') } },
+      h('span', {}, 'Pixel: '),
+      granted === undefined ? skeleton('80px') : tag(tone, label),
+      retry,
+      granted && pixel?.error ? h('span', { class: pixel.state === 'error' ? 'text-critical' : 'subdued' }, pixel.error) : null,
+    );
   }
 
   /** The last day's trust counts: five tiles, '—' until known. */
   function activityLine(activity) {
-    return h('div', { class: 'pixel-activity', dataset: { pixelActivity: activity ? 'loaded' : 'none' } },
+    return h(
+      'div',
+      { class: 'pixel-activity', dataset: { pixelActivity: activity ? 'loaded' : 'none' } },
       h('p', { class: 'help' }, `Storefront checks, last ${activity?.window_hours ?? 24} hours`),
-      h('dl', { class: 'stats stats--compact' }, ACTIVITY.map(([key, label]) => h('div', { class: 'stat', dataset: { count: key } },
-        h('dt', { class: 'stat__label' }, label),
-        h('dd', { class: 'stat__value' }, activity && Number.isFinite(activity[key]) ? String(activity[key]) : '\u2014')))));
+      h(
+        'dl',
+        { class: 'stats stats--compact' },
+        ACTIVITY.map(([key, label]) =>
+          h(
+            'div',
+            { class: 'stat', dataset: { count: key } },
+            h('dt', { class: 'stat__label' }, label),
+            h('dd', { class: 'stat__value' }, activity && Number.isFinite(activity[key]) ? String(activity[key]) : '\u2014'),
+          ),
+        ),
+      ),
+    );
   }
 
   /** One feature; `feature.granted` undefined: not known yet (placeholders). */
   function row(feature, pixel) {
     const info = FEATURES[feature.feature] ?? { title: feature.feature, text: '' };
-    const control = feature.granted === undefined
-      ? skeleton('96px')
-      : feature.granted
-        ? tag('success', 'Granted')
-        : h('button', { class: 'button button--primary button--small', type: 'button', dataset: { action: 'grant', feature: feature.feature }, onclick: (e) => grant(feature, e.currentTarget) }, 'Grant access');
+    const control =
+      feature.granted === undefined
+        ? skeleton('96px')
+        : feature.granted
+          ? tag('success', 'Granted')
+          : h(
+              'button',
+              {
+                class: 'button button--primary button--small',
+                type: 'button',
+                dataset: { action: 'grant', feature: feature.feature },
+                onclick: (e) => grant(feature, e.currentTarget),
+              },
+              'Grant access',
+            );
     const pixelRow = feature.feature === 'storefront_pixel';
-    return h('li', { class: 'switch-row', dataset: { feature: feature.feature, granted: String(feature.granted ?? 'unknown') } },
-      h('div', { class: 'switch-row__text' },
+    return h(
+      'li',
+      { class: 'switch-row', dataset: { feature: feature.feature, granted: String(feature.granted ?? 'unknown') } },
+      h(
+        'div',
+        { class: 'switch-row__text' },
         h('span', { class: 'switch-row__label' }, info.title),
         h('p', { class: 'help' }, info.text, ' ', h('span', { class: 'topics' }, `Needs ${feature.scopes.join(', ')}`)),
         pixelRow ? pixelLine(pixel, feature.granted) : null,
-        pixelRow ? activityLine(feature.granted ? pixel?.activity ?? null : null) : null),
-      h('div', { class: 'switch-row__control' }, control));
+        pixelRow ? activityLine(feature.granted ? (pixel?.activity ?? null) : null) : null,
+      ),
+      h('div', { class: 'switch-row__control' }, control),
+    );
   }
 
-  renderBusy(body, h('ul', { class: 'switch-list' }, Object.entries(FEATURES).map(([feature, f]) => row({ feature, scopes: f.scopes }, null))), result);
+  renderBusy(
+    body,
+    h(
+      'ul',
+      { class: 'switch-list' },
+      Object.entries(FEATURES).map(([feature, f]) => row({ feature, scopes: f.scopes }, null)),
+    ),
+    result,
+  );
 
   async function refresh({ sync = false } = {}) {
     try {
       const [view, pixel] = await Promise.all([api.permissions({ refresh: sync }), api.pixel().catch(() => null)]);
       pixelState = pixel?.state ?? null;
-      render(body, h('ul', { class: 'switch-list' }, view.features.map((f) => row(f, pixel))), result);
+      render(
+        body,
+        h(
+          'ul',
+          { class: 'switch-list' },
+          view.features.map((f) => row(f, pixel)),
+        ),
+        result,
+      );
       return view;
     } catch (err) {
-      render(body, h('p', { class: 'text-critical' }, `Could not load the permissions: ${err.message} `),
-        h('button', { class: 'button button--plain', type: 'button', onclick: () => refresh() }, 'Try again'));
+      render(
+        body,
+        h('p', { class: 'text-critical' }, `Could not load the permissions: ${err.message} `),
+        h('button', { class: 'button button--plain', type: 'button', onclick: () => refresh() }, 'Try again'),
+      );
       return null;
     }
   }

@@ -24,9 +24,7 @@ export function mountProperties(card, ctx) {
     save: async (name, on) => (await api.updateSettings({ contact_properties: { [name]: on } })).contact_properties,
   });
 
-  render(body, list.element,
-    h('h3', { class: 'subheading', id: 'custom-fields-title' }, 'Custom fields in your account'),
-    fieldsBox);
+  render(body, list.element, h('h3', { class: 'subheading', id: 'custom-fields-title' }, 'Custom fields in your account'), fieldsBox);
 
   function showMatches(fields) {
     const byKey = new Map(fields.filter((f) => f.key).map((f) => [f.key, f]));
@@ -34,7 +32,12 @@ export function mountProperties(card, ctx) {
       const aside = list.rowAside(p.name);
       if (!aside) continue;
       const f = byKey.get(p.name);
-      render(aside, f ? h('span', { class: 'match' }, '\u2194 ', h('span', { class: 'visually-hidden' }, 'Fills the custom field '), f.label ?? f.key) : null);
+      render(
+        aside,
+        f
+          ? h('span', { class: 'match' }, '\u2194 ', h('span', { class: 'visually-hidden' }, 'Fills the custom field '), f.label ?? f.key)
+          : null,
+      );
     }
   }
 
@@ -45,13 +48,29 @@ export function mountProperties(card, ctx) {
       const { custom_fields: fields } = await api.customFields();
       showMatches(fields);
       if (fields.length === 0) return render(fieldsBox, h('p', { class: 'empty' }, 'Your account has no custom contact fields.'));
-      render(fieldsBox, h('ul', { class: 'chips', 'aria-labelledby': 'custom-fields-title' },
-        fields.map((f) => h('li', { class: 'chip' }, h('span', {}, f.label ?? f.key ?? 'Unnamed'), f.type ? h('span', { class: 'chip__meta' }, f.type) : null))));
+      render(
+        fieldsBox,
+        h(
+          'ul',
+          { class: 'chips', 'aria-labelledby': 'custom-fields-title' },
+          fields.map((f) =>
+            h(
+              'li',
+              { class: 'chip' },
+              h('span', {}, f.label ?? f.key ?? 'Unnamed'),
+              f.type ? h('span', { class: 'chip__meta' }, f.type) : null,
+            ),
+          ),
+        ),
+      );
     } catch (err) {
       showMatches([]);
-      render(fieldsBox, NOT_CONNECTED.has(err.code)
-        ? h('p', { class: 'empty' }, 'Connect a valid API key to see your account\u2019s custom fields.')
-        : h('p', { class: 'text-critical' }, `Could not load custom fields: ${err.message}`));
+      render(
+        fieldsBox,
+        NOT_CONNECTED.has(err.code)
+          ? h('p', { class: 'empty' }, 'Connect a valid API key to see your account\u2019s custom fields.')
+          : h('p', { class: 'text-critical' }, `Could not load custom fields: ${err.message}`),
+      );
     }
   }
 

@@ -10,7 +10,11 @@ export function mountSimulate(card, ctx) {
     await busy(button, async () => {
       let text;
       try {
-        const res = await fetch('/_dev/simulate', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ topic, shop }) });
+        const res = await fetch('/_dev/simulate', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ topic, shop }),
+        });
         const data = await res.json().catch(() => null);
         text = res.ok
           ? `Sent a ${topic} webhook; the app answered ${data?.webhook_status ?? 'OK'}.`
@@ -23,16 +27,25 @@ export function mountSimulate(card, ctx) {
     });
   }
 
-  render(slot(card),
+  render(
+    slot(card),
     h('p', { class: 'subdued' }, `Send a sample webhook from the simulated shop ${shop} to this app.`),
-    h('div', { class: 'button-group', role: 'group', 'aria-label': 'Simulate a webhook' },
+    h(
+      'div',
+      { class: 'button-group', role: 'group', 'aria-label': 'Simulate a webhook' },
       sandbox.simulate_topics.map((topic) => {
         const b = h('button', { class: 'button', type: 'button', dataset: { topic }, onclick: () => send(topic, b) }, topic);
         return b;
-      })),
+      }),
+    ),
     result,
     sandbox.links.length
-      ? h('ul', { class: 'links' }, sandbox.links.map((l) => h('li', {}, h('a', { href: l.href, target: '_blank', rel: 'noopener' }, l.label))))
-      : null);
+      ? h(
+          'ul',
+          { class: 'links' },
+          sandbox.links.map((l) => h('li', {}, h('a', { href: l.href, target: '_blank', rel: 'noopener' }, l.label))),
+        )
+      : null,
+  );
   card.hidden = false;
 }

@@ -18,19 +18,34 @@ export function switchList({ idPrefix, legend, items, values, save }) {
     const id = `${idPrefix}-${item.name}`;
     const state = h('span', { class: 'switch__state', id: `${id}-state`, 'aria-hidden': 'true' });
     const input = h('input', {
-      id, type: 'checkbox', role: 'switch', class: 'switch__input', name: item.name,
+      id,
+      type: 'checkbox',
+      role: 'switch',
+      class: 'switch__input',
+      name: item.name,
       checked: Boolean(values[item.name]),
       'aria-describedby': item.hint ? `${id}-hint` : null,
       dataset: { name: item.name },
     });
     input.addEventListener('change', () => onChange(item, input, state));
     inputs.set(item.name, input);
-    return h('li', { class: 'switch-row' },
-      h('div', { class: 'switch-row__text' },
+    return h(
+      'li',
+      { class: 'switch-row' },
+      h(
+        'div',
+        { class: 'switch-row__text' },
         h('label', { for: id, class: 'switch-row__label' }, item.label),
         item.hint ? h('p', { id: `${id}-hint`, class: 'help' }, item.hint) : null,
-        item.aside !== undefined ? h('div', { class: 'switch-row__aside' }, item.aside) : null),
-      h('div', { class: 'switch-row__control' }, state, h('span', { class: 'switch' }, input, h('span', { class: 'switch__track', 'aria-hidden': 'true' }))));
+        item.aside !== undefined ? h('div', { class: 'switch-row__aside' }, item.aside) : null,
+      ),
+      h(
+        'div',
+        { class: 'switch-row__control' },
+        state,
+        h('span', { class: 'switch' }, input, h('span', { class: 'switch__track', 'aria-hidden': 'true' })),
+      ),
+    );
   });
 
   async function onChange(item, input, state) {
@@ -52,9 +67,12 @@ export function switchList({ idPrefix, legend, items, values, save }) {
     }
   }
 
-  const element = h('fieldset', { class: 'fieldset' },
+  const element = h(
+    'fieldset',
+    { class: 'fieldset' },
     h('legend', { class: 'visually-hidden' }, legend),
-    h('ul', { class: 'switch-list', role: 'list' }, rows));
+    h('ul', { class: 'switch-list', role: 'list' }, rows),
+  );
 
   return {
     element,
