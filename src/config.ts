@@ -209,7 +209,7 @@ export interface Config {
     cartDelayMinutes: number;
     ratePerShop: number;
     ratePerClient: number;
-    /** Trust (issue 36): per-IP rate, proxy hops trusted in X-Forwarded-For, claim window, per-email daily limits, Admin API calls per shop and minute. */
+    /** Trust: per-IP rate, proxy hops trusted in X-Forwarded-For, claim window, per-email daily limits, Admin API calls per shop and minute. */
     ratePerIp: number;
     trustProxyHops: number;
     claimMinutes: number;

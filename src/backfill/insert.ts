@@ -1,7 +1,7 @@
 // Bulk insert of imported messages: multi-row INSERT ... ON CONFLICT (shopId, sourceId) DO
 // NOTHING, on both providers. The unique key does the dedupe (a re-run inserts nothing), and
-// one statement per fifty rows is several times cheaper than createMany's row-by-row work
-// through the driver adapter. Rows come from the shared toRow, so columns cannot drift.
+// one statement carries fifty rows, where createMany through the driver adapter works row by
+// row. Rows come from the shared toRow, so columns cannot drift.
 import { Prisma } from '@prisma/client';
 import type { DbProvider } from '../db/client';
 import type { NewMessage } from '../mapping';

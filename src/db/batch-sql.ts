@@ -1,8 +1,7 @@
 // Set-based SQL for stage 2's batches, raw rather than through the ORM: multi-row INSERTs in the
 // caller's transaction, and reads keyed by (shop, id) lists. Prisma's createMany and findMany run
-// every row and every list item through its query compiler: at stage 2's 200 receipts a batch
-// that was the largest single cost of a batch (a CPU profile of the ingest benchmark put a
-// quarter of the worker's busy time in Prisma's client and compiler).
+// every row and every list item through its query compiler, a cost that grows with the batch; a
+// raw statement pays Prisma's per-query cost once, whatever its rows.
 import { Prisma } from '@prisma/client';
 import type { DbProvider } from './client';
 import type { SqlTx } from './transaction';

@@ -9,14 +9,13 @@
 //
 // A PASSIVE checkpoint copies the frames that were in the WAL when it started; the writer starts
 // the WAL over from its beginning only when a checkpoint has copied all of it. Under a steady
-// stream of commits (1,000 webhooks/s) one always lands while the thread copies, so the WAL never
-// started over: it grew by 30 MB a second for as long as the stream lasted (147 MB in a 5-s
-// warm-up), and every sync of the receipts had to commit the file's new size as well as its
-// blocks (on ext4, a journal commit shared with every other file). So when a checkpoint leaves a WAL past
-// RESTART_FRAMES, the connection's own lock (`hold`: no statement of the app runs) is held while
-// the thread copies the few frames left, a few milliseconds; the next commit then starts the WAL
-// over, and journal_size_limit (client.ts) gives back what a burst grew. Requests meanwhile
-// wait on the lock, not on the event loop.
+// stream of commits one always lands while the thread copies, so the WAL would never start over:
+// it would grow for as long as the stream lasts, and every sync of the receipts would have to
+// commit the file's new size as well as its blocks (on ext4, a journal commit shared with every
+// other file). So when a checkpoint leaves a WAL past RESTART_FRAMES, the connection's own lock
+// (`hold`: no statement of the app runs) is held while the thread copies the few frames left;
+// the next commit then starts the WAL over, and journal_size_limit (client.ts) gives back what a
+// burst grew. Requests meanwhile wait on the lock, not on the event loop.
 //
 // One thread serves every database file of the process (a process has one; a test
 // process opens many, and needs no thread, with its own V8 isolate, for each). If the thread cannot serve

@@ -97,7 +97,7 @@ export interface DbOptions {
    * PostgreSQL: open every connection of both pools now and keep them open while idle (a server).
    * Otherwise a connection idle for 10 s is closed (pg's default), and the first orders after a
    * quiet spell wait while new ones start: new server processes whose caches and prepared
-   * statements are all cold (the scale benchmark's 200 orders at once after 20 s idle).
+   * statements are all cold.
    */
   keepConnections?: boolean;
   /** Told when SQLite's checkpoint thread fails (the connection then checkpoints itself again), or an idle PostgreSQL connection drops. */
@@ -143,7 +143,7 @@ type PgTransactionInternals = Transaction & { client?: pg.PoolClient; cleanup?: 
  * to be destroyed, not reused. The adapter's rollback() releases it as healthy, and pg keeps a
  * released connection unless it already knows the socket closed: a backend that was terminated
  * (a restart) answers with an error first and closes after, so a connection released in between
- * was handed to the next query, which failed at once (seen in CI's restart test).
+ * would be handed to the next query, which would fail at once.
  */
 function pgTransaction(tx: Transaction): Transaction {
   const internals = tx as PgTransactionInternals;
@@ -187,10 +187,10 @@ function wrapConnect<F extends object>(factory: F, wrap: (adapter: Adapter) => A
 
 /**
  * SQLite: the adapter runs every query on one connection, and guards only transactions with a
- * lock. A query made outside an open interactive transaction therefore runs INSIDE it, and is
- * rolled back with it (measured: a delivery recorded while the intake's transaction was open
- * vanished when that transaction failed). Here every query waits for the lock, and a
- * transaction holds it until it ends, so the two never mix.
+ * lock. A query made outside an open interactive transaction would therefore run INSIDE it, and
+ * be rolled back with it (a delivery recorded while the intake's transaction is open would vanish
+ * if that transaction failed). Here every query waits for the lock, and a transaction holds it
+ * until it ends, so the two never mix.
  */
 function serialisedSqlite(adapter: Adapter, lock: Mutex): Adapter {
   for (const method of ['queryRaw', 'executeRaw', 'executeScript'] as const) {
@@ -240,7 +240,7 @@ export function configureSqlite(conn: BetterSqlite3.Database): void {
   conn.pragma('synchronous = NORMAL');
   conn.pragma('foreign_keys = ON');
   // Deleted rows are overwritten, not left readable in free pages: an erased customer's email
-  // must not survive in the file (see gdpr and docs on erasure).
+  // must not survive in the file (docs/privacy.md#on-disk).
   conn.pragma('secure_delete = ON');
   // When the WAL starts over (checkpointer.ts), a file that a burst grew past 64 MB is cut back.
   conn.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
@@ -281,11 +281,9 @@ export async function appTables(client: pg.ClientBase | undefined): Promise<stri
 /**
  * Plans (EXPLAIN, nothing runs) a read of every table on a new connection. A new PostgreSQL
  * server process loads a table's and each of its indexes' catalog entries the first time a
- * statement touches them: the first orders after a start paid for it on every connection of
- * the pool, while the app's one thread waited (the scale benchmark's 200 orders at once on a
- * process that had only waited; BENCHMARKS.md, "Warmed connections"). One round trip per
- * connection, at start; a connection opened later (after a restart of the database) warms as
- * it serves.
+ * statement touches them: unwarmed, the first orders after a start would pay for it on every
+ * connection of the pool, while the app's one thread waits. One round trip per connection, at
+ * start; a connection opened later (after a restart of the database) warms as it serves.
  */
 export async function warmCatalog(client: pg.ClientBase, tables: string[]): Promise<void> {
   if (tables.length === 0) return;

@@ -4,7 +4,7 @@
 //   checkpointed, so it is checkpointed and truncated here.
 // - PostgreSQL: deleted rows stay as dead tuples until VACUUM; the tables a redaction touched
 //   are vacuumed here (VACUUM cannot run in a transaction, hence after the commit). WAL
-//   segments and backups are the operator's to manage (see the README).
+//   segments and backups are the operator's to manage (docs/privacy.md#on-disk).
 // customers/redact also queues the contact delete, whose row keeps the address until it is
 // sent. The pass right after the redaction copies that row into the file (SQLite) or leaves its
 // old version as a dead tuple (PostgreSQL), so the worker that sends it and scrubs the row (in

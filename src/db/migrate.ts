@@ -1,7 +1,7 @@
 // Applies pending migrations at start-up, in-process, and records them in Prisma's own
 // _prisma_migrations table, so `prisma migrate status/deploy` agree with what ran here.
 // Why not spawn `prisma migrate deploy`: on PostgreSQL the 6.19.3 CLI holds its process open
-// for ~10 s after finishing (see README, "Migrations"), which would delay every start.
+// for ~10 s after finishing (docs/operations.md#migrations), which would delay every start.
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';

@@ -142,9 +142,9 @@ export interface PrepareOptions {
   /**
    * On PostgreSQL, run on the bookkeeping pool (RawDb.lazy), whose commits do not wait for the
    * WAL flush: for a write a database crash may lose without harm (a send time, a lease), never
-   * for one a message's fate depends on. It halved the server's WAL flushes per delivered order
-   * (7.8 to 3.8 in the latency benchmark). SQLite commits in WAL mode with synchronous = NORMAL,
-   * syncing at checkpoints or when a commit asks (RawDb.flush), so the option changes nothing there.
+   * for one a message's fate depends on, so a delivered order costs the server fewer WAL flushes.
+   * SQLite commits in WAL mode with synchronous = NORMAL, syncing at checkpoints or when a commit
+   * asks (RawDb.flush), so the option changes nothing there.
    */
   lazyCommit?: boolean;
 }
@@ -216,7 +216,7 @@ export function rawDate(v: unknown): Date | null {
  * Lets the event loop run what is due (requests, timers, a worker thread's messages) before going
  * on. On SQLite every statement resolves at once (better-sqlite3 is synchronous), so a loop of
  * statements is one chain of microtasks: without a turn between its steps nothing else runs until
- * it ends. A few microseconds each.
+ * it ends. A turn with nothing due is cheap.
  */
 export const turnOfTheLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 

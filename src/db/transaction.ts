@@ -1,8 +1,7 @@
 // A transaction on the driver, for stage 2's batch: the same Prisma.sql statements as through a
-// Prisma interactive transaction, without Prisma's per-query cost. A CPU profile of the
-// latency benchmark put 29% of the app's busy time in Prisma's client and query compiler, which
-// runs for raw queries too (about 0.25 ms each); a batch of one order ran eight of them plus
-// BEGIN and COMMIT. On SQLite the statements run on Prisma's own connection under its lock (see
+// Prisma interactive transaction, without Prisma's per-query cost: its client and query compiler
+// run for raw queries too, and a batch would pay them on each of its statements, BEGIN and COMMIT
+// included. On SQLite the statements run on Prisma's own connection under its lock (see
 // client.ts), so nothing else interleaves; on PostgreSQL on a connection of Prisma's pool.
 import type { Prisma } from '@prisma/client';
 import type BetterSqlite3 from 'better-sqlite3';

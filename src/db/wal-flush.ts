@@ -2,12 +2,12 @@
 // mode with synchronous = NORMAL: a commit is written to the WAL file but synced to disk only
 // before a checkpoint (about once a second, checkpointer.ts), so an OS crash or a power loss can
 // take back the last second of commits. An application crash cannot: the OS keeps what was
-// written. synchronous = FULL would sync at every commit, but on the event loop (better-sqlite3 is
-// synchronous), 0.2 to 3 ms each on this project's disk, for every commit the app makes. Instead,
-// a commit that must survive a power loss before the app goes on (the intake's receipts, before
-// Shopify gets its 200; a delivery the service accepted) asks for a flush: an fdatasync of the
-// WAL file on libuv's thread pool. Concurrent commits share flushes: a flush covers every commit
-// made before it started, so a caller waits at most for the one in flight and the one after it.
+// written. synchronous = FULL would sync at every commit the app makes, each time with the event
+// loop waiting on the disk (better-sqlite3 is synchronous). Instead, a commit that must survive a
+// power loss before the app goes on (the intake's receipts, before Shopify gets its 200; a
+// delivery the service accepted) asks for a flush: an fdatasync of the WAL file on libuv's thread
+// pool. Concurrent commits share flushes: a flush covers every commit made before it started, so
+// a caller waits at most for the one in flight and the one after it.
 import fs from 'node:fs';
 
 export interface WalFlush {

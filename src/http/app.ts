@@ -81,14 +81,7 @@ export function createOpsApp(deps: Pick<AppDeps, 'db' | 'metrics' | 'isShuttingD
 /** How often Node checks its connections against the headers and request timeouts. */
 export const TIMEOUT_CHECK_MS = 1_000;
 
-/**
- * The HTTP server for an express app, whose requests and responses are made with the app's own
- * prototypes. Express gives every request and response the app's prototype
- * (`Object.setPrototypeOf(req, app.request)`), and on Node's request objects that left about
- * 4 MB alive at each young-generation GC at 1,000 requests/s. Each of those GCs then paused the
- * process for 8–12 ms, against 0.7 ms for a plain Node server. Made with that prototype already,
- * express's call changes nothing.
- */
+/** The server's limits on a client (see createHttpServer). */
 export interface HttpTimeouts {
   /** A request's headers must have arrived this long after its first byte (slow clients are cut off with 408). */
   headersMs: number;
@@ -100,6 +93,14 @@ export interface HttpTimeouts {
 
 export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 65_000 };
 
+/**
+ * The HTTP server for an express app, whose requests and responses are made with the app's own
+ * prototypes. Express gives every request and response the app's prototype
+ * (`Object.setPrototypeOf(req, app.request)`); on Node's request objects that leaves far more
+ * alive at each young-generation GC, and each of those GCs then pauses the process many times
+ * longer than a plain Node server's. Made with that prototype already, express's call changes
+ * nothing.
+ */
 export function createHttpServer(app: express.Express, timeouts: HttpTimeouts = DEFAULT_HTTP_TIMEOUTS): http.Server {
   const proto = app as unknown as { request: object; response: object };
   function AppRequest(socket: unknown) {

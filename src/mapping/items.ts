@@ -56,7 +56,8 @@ export function capped<T>(list: readonly T[], max: number): { list: T[]; truncat
 
 /**
  * A list attribute and, when it was cut to `max`, `<name>_truncated: true` beside it. Attributes
- * of a list within the cap carry no flag, so bodies of ordinary orders are as they always were.
+ * of a list within the cap carry no flag, so the body of an ordinary order holds only the
+ * contract's attributes.
  */
 export function listAttribute<T>(name: string, list: readonly T[], max: number): Record<string, T[] | true> {
   const c = capped(list, max);

@@ -28,7 +28,8 @@ const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
  * The text with every integer JSON.parse would round written as a string of its digits, so that
  * JSON.parse reads it as parseNumber does. Only runs of 16 digits or more outside strings are
  * looked at, found with one regular expression and the positions of the quotes before them
- * (`indexOf`): on a body of 1.8 MB this takes a few ms where lossless-json takes 50 to 300.
+ * (`indexOf`): native searches over the text, with no object per token, where lossless-json
+ * parses the whole body in JavaScript.
  *
  * A quoted token reads as a string wherever the number could stand, so the text's validity is
  * unchanged, except as an object key, where only a string is allowed: a token followed by `:`
@@ -88,7 +89,7 @@ export function parseWebhookBody(raw: string): unknown {
   try {
     return JSON.parse(quoteUnsafeIntegers(raw)) as unknown;
   } catch {
-    // not JSON: lossless-json says why, as it always has
+    // not JSON: lossless-json says why
   }
   return parseLossless(raw);
 }

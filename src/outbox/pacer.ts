@@ -153,7 +153,7 @@ export class Pacer {
   /** The limit this process last saw reported per workspace, to write it only when it changes. */
   private readonly limits = new Map<string, number>();
   private readonly known = new Set<string>();
-  /** A take's token: this pacer's random prefix and a count, unique among every process's takes (randomBytes per take was 2% of a busy round's CPU). */
+  /** A take's token: this pacer's random prefix and a count, unique among every process's takes (no random bytes drawn on every send's path). */
   private readonly tokenPrefix = `${randomUUID().slice(0, 13)}-`;
   private takesMade = 0;
 
@@ -394,9 +394,9 @@ export class Pacer {
       this.onEvent('rate_limited');
     } else if (rate.remaining !== undefined && rate.limit) {
       // Ours that the service may have counted in the second before this request reached it:
-      // those sent up to it and less than a second (plus the jitter guard) before it. Counting
-      // back from the answer instead missed some the service still counted, took them for
-      // someone else's, and slowed every few sends down for nothing.
+      // those sent up to it and less than a second (plus the jitter guard) before it. Counted
+      // back from the answer, some the service still counted would be missed, taken for someone
+      // else's, and sends slowed down for nothing.
       const upTo = sentAt ?? now;
       const ours = Math.max(
         (this.recent.get(workspaceId) ?? []).filter((t) => t <= upTo && t > upTo - 1000 - this.guardMs).length,

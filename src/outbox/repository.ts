@@ -96,8 +96,8 @@ const DUE_BY_CLASS = perRow((c, rows) => {
 // Claims in one statement, counting the attempt and the send, and returns the rows: up to k0..k3
 // due messages of each class, oldest due first within each. Parameters: 1 worker, 2 locked until,
 // 3 now, 4 shop, 5..8 how many of each class. Only columns of the (status, shopId, deliveryClass,
-// runAt, id) index in each class's WHERE: one more (the send count) made SQLite sort the whole due
-// backlog.
+// runAt, id) index in each class's WHERE: with one more (the send count) SQLite sorts the whole
+// due backlog.
 const CLAIM_SET = (worker: string, until: string, now: string) =>
   `"status" = 'delivering', "attempts" = "attempts" + 1, "sends" = "sends" + 1, "lockedBy" = ${worker}, "lockedUntil" = ${until}, "updatedAt" = ${now}`;
 // functions, not strings: each use must declare its parameters (SQLite binds them in order)
@@ -196,8 +196,8 @@ export class OutboxRepository {
   ) {
     this.sql = new Sql(db, provider);
     this.maxSends = opts.maxSends ?? DEFAULT_MAX_SENDS;
-    // planned with its parameters each time: a generic plan made while the shop's queue was
-    // small took 100 ms per claim behind 100,000 queued messages (deep-backlog fault test)
+    // planned with its parameters each time: a generic plan made while a shop's queue was small
+    // reads the whole backlog later (test/faults/deep-backlog.test.ts)
     this.claimStatement = prepare(rawOf(db), 'outbox_claim', CLAIM, { replan: true });
     this.finishOne = pairedWrite(db, 'outbox_finish', {
       first: FINISH_UPDATE,

@@ -268,9 +268,9 @@ export class DeliveryWorker {
         const free = this.maxLanes - this.lanes.size;
         const leaseMs = this.deps.leaseMs ?? DEFAULT_LANE_LEASE_MS;
         this.discoveries++;
-        // one moment for both questions: a shop due between a lease that asked "due by now?" a
-        // moment too early (a timer can fire a millisecond early) and a look for the next due
-        // time asked a moment later was neither, and waited a whole sweep interval (5 s)
+        // one moment for both questions: with two, a shop due between a lease that asked "due by
+        // now?" a moment too early (a timer can fire a millisecond early) and a look for the next
+        // due time asked a moment later would be neither, and wait a whole sweep interval
         const now = this.now();
         const shops = await queue.lease<ContextRow & { shopId: string }>(this.workerId, free, now, leaseMs, LEASE_CONTEXT);
         this.saturated = shops.length >= free;
@@ -373,8 +373,8 @@ export class DeliveryWorker {
       lane.then(() => undefined),
     );
     // Off the list of running lanes before the lease is given back: a pass that leases the shop
-    // again once it is released must find no lane running and start one. (It used to find this
-    // one still listed, start none, and leave the shop leased and idle until the lease expired.)
+    // again once it is released must find no lane running and start one (finding this one still
+    // listed, it would start none and leave the shop leased and idle until the lease expired).
     const released = lane
       .then((end) => {
         this.lanes.delete(shopId);
@@ -650,9 +650,9 @@ export class DeliveryWorker {
 
   /**
    * The connection's "last successful delivery", noted at most once a second per shop and
-   * written for every shop noted within DELIVERED_FLUSH_MS in one statement (200 shops' first
-   * orders made 200 writes). A success also clears the last error, so the page does not show a
-   * problem that is over.
+   * written for every shop noted within DELIVERED_FLUSH_MS in one statement, so many shops'
+   * first orders at once cost one write, not one per shop. A success also clears the last error,
+   * so the page does not show a problem that is over.
    */
   private readonly lastDelivered = new Map<string, number>();
   private readonly deliveredPending = new Map<string, number>();

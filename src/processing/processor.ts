@@ -90,9 +90,9 @@ class LeaseLost extends Error {}
 // oldest pending receipt first (index probes only), so no partition waits behind busier
 // ones. The outer condition is checked again on the row it locks: two processes never share
 // a partition. On PostgreSQL a partition another process is leasing at this moment is skipped,
-// not waited for: two processors woken by one NOTIFY lease half of the partitions each (the
-// second used to wait for the first's rows, find them taken, lease nothing and go back to
-// sleep while the first worked through both halves). Parameters: 1 processor, 2 until, 3 now, 4 n.
+// not waited for: two processors woken by one NOTIFY lease half of the partitions each (one that
+// waited for the other's rows would find them taken, lease nothing and go back to sleep while the
+// other worked through both halves). Parameters: 1 processor, 2 until, 3 now, 4 n.
 const LEASE_PENDING: StatementBuilder = (p, d) => {
   const free = (t: string) => `(${t}"owner" IS NULL OR ${t}"owner" = ${p(1)} OR ${t}"leasedUntil" < ${p(3, 'timestamp')})`;
   const pending = `"r"."partition" = "l"."partition" AND "r"."processedAt" IS NULL`;
@@ -150,10 +150,10 @@ export class ReceiptProcessor {
 
   private async run(): Promise<void> {
     while (!this.stopping) {
-      // Receipts arriving one every few ms (200 shops' orders at once) woke a batch each, of one
-      // or two receipts, and each batch's fixed cost (lease, the plan's reads, a transaction:
-      // about a dozen statements) was most of stage 2's. A wake-up this soon after a batch waits
-      // a few ms, so the receipts of that time share one; an idle shop's receipt goes at once.
+      // Receipts arriving one every few ms (many shops' orders at once) would each wake a batch of
+      // one or two receipts, and a batch's fixed cost (lease, the plan's reads, a transaction:
+      // about a dozen statements) would be most of stage 2's. A wake-up this soon after a batch
+      // waits a few ms, so the receipts of that time share one; an idle shop's receipt goes at once.
       const linger = this.deps.lingerMs ?? 10;
       if (linger > 0 && Date.now() - this.lastBatchAt < linger && !this.stopping) await new Promise((r) => setTimeout(r, linger));
       this.woken = false;

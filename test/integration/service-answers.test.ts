@@ -1,5 +1,6 @@
-// The README's answer table, end to end: each odd answer of the email service (or of something in
-// front of it) leaves the message in the state the table says, with the attempts it says.
+// The answer table (docs/delivery.md#what-each-answer-of-the-service-means), end to end: each
+// odd answer of the email service (or of something in front of it) leaves the message in the
+// state the table says, with the attempts it says.
 import { sampleCustomer, sampleOrder } from '../../sandbox/samples';
 import type { FaultSpec } from '../../sandbox/service-emulator';
 import { startServer } from '../../src/app/server';

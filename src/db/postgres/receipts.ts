@@ -30,7 +30,7 @@ const TYPES: Record<(typeof RECEIPT_COLUMNS)[number], string> = {
 };
 /** Rows in the statement that carries `rows` rows: the next power of two. */
 export const insertBucket = (rows: number): number => 2 ** Math.ceil(Math.log2(Math.max(1, rows)));
-/** A bucket's text, built once per process: a 512-row one takes about half a millisecond, on the group commit's path. */
+/** A bucket's text, built once per process: the group commit's path never builds one again. */
 const insertTexts = new Map<number, string>();
 function insertText(bucket: number): string {
   let text = insertTexts.get(bucket);

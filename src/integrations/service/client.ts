@@ -131,12 +131,12 @@ async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }): Pr
 
 /**
  * A request's deadline, `ms` after it starts, that reads the sockets before it gives up. A timer
- * runs before the event loop reads its sockets, so when the loop was held (a long synchronous
- * task, the process not scheduled on a busy machine) past the deadline, an answer that had
- * arrived in time was thrown away unread, and the event, accepted by the service, was sent again
- * (a SQLite import test in CI sent 30 twice). Here the abort waits two turns of the loop after
- * the timer, so an answer already in a socket is read first; an answer not there yet still times
- * out about `ms` after the start.
+ * runs before the event loop reads its sockets, so when the loop is held (a long synchronous
+ * task, the process not scheduled on a busy machine) past the deadline, a plain timer would
+ * throw away unread an answer that arrived in time, and the event, accepted by the service,
+ * would be sent again. Here the abort waits two turns of the loop after the timer, so an answer
+ * already in a socket is read first; an answer not there yet still times out about `ms` after
+ * the start.
  */
 function answerDeadline(ms: number): { signal: AbortSignal; clear(): void } {
   const controller = new AbortController();

@@ -8,8 +8,9 @@ export interface RateInfo {
 }
 
 /**
- * The closed set of failures (errors.ts classifies every answer into one; see the README's answer
- * table). What the outbox does with each is decided by decideRetry alone:
+ * The closed set of failures (errors.ts classifies every answer into one; see the answer table,
+ * docs/delivery.md#what-each-answer-of-the-service-means). What the outbox does with each is
+ * decided by decideRetry alone:
  * - `rate_limited` (429): wait what the service asks, then send again.
  * - `auth` (401, or a key no header can carry): the key is refused; the shop's deliveries are held.
  * - `blocked` (403): the service blocked the team for a while; the workspace pauses.

@@ -1,4 +1,4 @@
-// What storefront events say about a product comes from Shopify (issue 36): the pixel names a
+// What storefront events say about a product comes from Shopify: the pixel names a
 // product and variant by id, and this answers with Shopify's title, variant title, SKU, price,
 // currency, product page and image, from the product cache (ProductInfo) or one nodes(ids:) call.
 // - rows answer for 24 h (the catalog's TTL), and for a minute without a read in this process;

@@ -1,4 +1,4 @@
-// Product images and links for line items (issue 15). Order and checkout webhooks carry neither,
+// Product images and links for line items. Order and checkout webhooks carry neither,
 // so they come from the Admin GraphQL API, cached per shop and product in ProductInfo:
 // - a fresh row (younger than the TTL, 24 h by default) answers without any Admin API call;
 // - misses and stale rows are looked up together in one nodes(ids:) call (per 250 ids), with the
@@ -83,8 +83,8 @@ export interface ProductCatalogDeps {
   coolOffMs?: number;
   /**
    * How long the scopes read with a shop's offline session are trusted before it is read again.
-   * Default 60 s: a scope granted or revoked counts within a minute, and a batch of orders no
-   * longer reads and decrypts the session each time (most shops never grant read_products).
+   * Default 60 s: a scope granted or revoked counts within a minute, and a batch of orders does
+   * not read and decrypt the session each time (most shops never grant read_products).
    */
   scopeTtlMs?: number;
   /** Admin API calls storefront events may cause per shop and minute, in this process. Default 10. */

@@ -31,8 +31,8 @@ export interface OfflineTokens {
   /**
    * Token exchange of an App Bridge session token for an expiring offline token; stores it.
    * `seenAt` (epoch ms): when the caller found no usable session. An exchange for the shop that
-   * finished after it is used instead of another: a request that read before a concurrent
-   * exchange stored its token, and asked after that exchange had finished, made a second one.
+   * finished after it is used instead of another, so a request that read before a concurrent
+   * exchange stored its token, and asks after that exchange finished, makes no second one.
    */
   exchangeSessionToken(shop: string, sessionToken: string, seenAt?: number): Promise<Session>;
   /** Stores an offline session (e.g. from the authorization-code grant). */

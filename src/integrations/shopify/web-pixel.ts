@@ -1,4 +1,4 @@
-// The storefront web pixel of each shop (issue 18, Shopify side): a WebPixel row holding the
+// The storefront web pixel of each shop, Shopify's side: a WebPixel row holding the
 // shop's public pixel key and its state at Shopify. ensureActive creates the key once and keeps it
 // across reconnects and reinstalls, then activates the extension with webPixelCreate (or
 // webPixelUpdate when the shop already has the app's pixel). States:

@@ -89,7 +89,7 @@ interface ShopSql {
 
 export class ForwardStore {
   private readonly shopsStatement: RawStatement<ShopSql>;
-  /** The plan's reads, on the driver: through Prisma's client each cost about 1-2 ms of CPU. */
+  /** The plan's reads, on the driver: they run for every batch, and Prisma's client would add its per-query cost to each. */
   private readonly reads: SqlTx;
 
   private readonly provider: DbProvider;
@@ -207,8 +207,8 @@ export class ForwardStore {
     if (terms.length) {
       // Two steps, each planned on its own index: the abandonments of these tokens and emails
       // through (shopId, checkoutToken|email, eventName), then the pending ones by id. One
-      // statement that also names the status made SQLite walk the shop's whole queue instead
-      // (a deep backlog made every order slow; test/faults/deep-backlog.test.ts).
+      // statement that also names the status lets SQLite walk the shop's whole queue instead,
+      // and a deep backlog would make every order slow (test/faults/deep-backlog.test.ts).
       const found = await tx.$queryRaw<Array<{ id: number | bigint; status: string }>>(
         Prisma.sql`SELECT "id", "status" FROM "OutboxMessage" WHERE ${anyOf(terms)}`,
       );

@@ -1,8 +1,8 @@
 // What stage 2 reads and writes for storefront batches, set-based: one raw statement per kind of
 // state and batch across its shops (shops, visitors, waiting events, pending abandonments, vouched
 // emails and claims; the existing source ids per shop), and one write per kind inside the batch's
-// transaction (write()). Raw SQL rather than the ORM: a third of its cost, and Prisma's grows with
-// the key lists.
+// transaction (write()). Raw SQL rather than the ORM, whose per-query cost grows with the key
+// lists.
 import { Prisma } from '@prisma/client';
 import { hasShopKeys, insertRows, setColumns, whereShopKeys as whereKeys } from '../../db/batch-sql';
 import { dialectOf } from '../../db/dialects';

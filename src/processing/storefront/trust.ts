@@ -1,4 +1,4 @@
-// Which emails a stage-2 batch may send storefront events to, and how many (issue 36). An email
+// Which emails a stage-2 batch may send storefront events to, and how many. An email
 // from the pixel is a claim; it identifies a visitor only once Shopify vouched for it for the shop
 // (PixelShopper: a customers/*, orders/* or checkouts/* webhook, or an Admin API lookup that found
 // the customer). Emails are held by key (email-keys.ts), never stored in clear here. Per batch:

@@ -1,5 +1,6 @@
 // The client against a tiny server giving the odd answers a proxy, a redirect or a confused
-// service gives: each is classified into the kind the README's answer table says.
+// service gives: each is classified into the kind the answer table says
+// (docs/delivery.md#what-each-answer-of-the-service-means).
 import { createServiceClient } from '../../../src/integrations/service/client';
 import type { ServiceClient, ServiceResult } from '../../../src/integrations/service/types';
 import { adhocServer, captureLogs, json, type AdhocHandler, type AdhocServer } from './support';
