@@ -9,7 +9,7 @@ module.exports = {
   testTimeout: 30000,
   // Two files at a time on a 2-core machine: most of the suite's time is real time that tests
   // wait out (an outage of 60 s, paced sends at 10/s, processes killed and restarted), which
-  // one worker spent idle. 633 s with one worker, 315 s with two, in back-to-back runs.
+  // one worker would spend idle.
   maxWorkers: 2,
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },

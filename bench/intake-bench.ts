@@ -288,8 +288,8 @@ export async function runIntakeBench(spec: IntakeSpec): Promise<void> {
         for (const t of targets) await openRound(t, WARMUP_S, false); // JIT, pools, page cache
         // Latency at the offered rate first, then throughput: a closed-loop round saturates the
         // server and leaves work behind it (PostgreSQL's autovacuum of thousands of new rows, WAL
-        // checkpoints, old-space GC) that a steady 1,000/s does not make. Right after one, an
-        // open-loop round measured part of that aftermath (its generator's lag rose too).
+        // checkpoints, old-space GC) that a steady 1,000/s does not make, and an open-loop round
+        // right after one would measure part of that aftermath.
         for (let round = 0; round < ROUNDS; round++) {
           for (const t of targets) {
             await openRound(t, OPEN_S, true);

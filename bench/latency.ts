@@ -4,10 +4,9 @@
 // one app process (ROLE=all: stage 1, stage 2 and delivery). The emulator runs in a process of
 // its own; both clocks are this machine's wall clock.
 // The measured run follows a warm-up of the same load (BENCH_LATENCY_WARMUP_SECONDS, default 5),
-// reported on its own: without it, the p99 of the first run on PostgreSQL was the app's first
-// half second (its code not yet optimised, each connection preparing its statements), when all
-// 23 of the 1,000 orders over 60 ms were sent. The first orders after a start are what scale's
-// cold column measures.
+// reported on its own: without it, the p99 would measure the app's first moments after start
+// (its code not yet optimised, each connection preparing its statements) rather than its steady
+// state. The first orders after a start are what scale's cold column measures.
 import { randomBytes } from 'node:crypto';
 import {
   createBenchDatabase,

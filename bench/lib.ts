@@ -298,7 +298,7 @@ export interface RemoteEmulator {
 }
 
 export async function startEmulator(opts: { rateLimit?: number; maxRecordedRequests?: number } = {}): Promise<RemoteEmulator> {
-  // BENCH_EMULATOR=in-process puts it back in this process, to show what sharing the loop does
+  // BENCH_EMULATOR=in-process runs it in this process instead, to show what sharing the loop does
   if (process.env.BENCH_EMULATOR === 'in-process') return inProcessEmulator(opts);
   const child = fork(path.join(root, 'bench', 'emulator-process.ts'), [], {
     cwd: root,

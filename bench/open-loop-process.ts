@@ -1,11 +1,11 @@
 // The open-loop load generator in a process of its own, driven over IPC by bench/open-loop.ts
-// startOpenLoopGenerator(). In the benchmark's process it shared a heap and an event loop with
-// autocannon's leftovers, the RSS sampler and every earlier round's figures, and its lag (how
-// late it started requests) counted against the server measured. It lives for the whole
-// benchmark, so its code is compiled and warm from the warm-up on; a fresh process per round
-// spent its first second loading and compiling while the clock ran. Its requests come from a
-// factory named by module and export (bench/ingest.ts, bench/pixel.ts), since a closure cannot
-// cross processes.
+// startOpenLoopGenerator(). In the benchmark's process it would share a heap and an event loop
+// with autocannon's leftovers, the RSS sampler and every earlier round's figures, and its lag
+// (how late it started requests) would count against the server measured. It lives for the
+// whole benchmark, so its code is compiled and warm from the warm-up on; a fresh process per
+// round would spend its first second loading and compiling while the clock runs. Its requests
+// come from a factory named by module and export (bench/ingest.ts, bench/pixel.ts), since a
+// closure cannot cross processes.
 import { openLoop, type OpenLoopJob, type OpenLoopRequest, type OpenLoopSource } from './open-loop';
 
 async function requestsOf(source: OpenLoopSource): Promise<(i: number) => OpenLoopRequest> {

@@ -131,7 +131,7 @@ export async function runPixel(): Promise<void> {
       return `stage 2 made ${calls} Admin API call(s) (products and customers: the cache answered the rest), dropped ${dropped} event(s) for their product, identified ${vouched} visitor(s) by a vouched email`;
     },
     // each body built per request: autocannon's [<id>] replacement inside a body keeps the
-    // template's content-length, so the server waited for bytes that never came (0 req/s)
+    // template's content-length, so the server would wait for bytes that never come
     closedRequests: (): autocannon.Request[] => {
       const prefix = randomBytes(4).toString('hex');
       let i = 0;

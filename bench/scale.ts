@@ -7,8 +7,8 @@
 //    checkout_abandoned due in an hour: shops, connections (keys encrypted as the app does,
 //    bound to the shop id), messages and their ShopDue index rows (src/outbox/due.ts lowerDue)
 //    are inserted in bulk, straight into the database.
-// 2. Idle CPU: the app processes' CPU time from /proc over 20 s, after 5 s to settle, as a
-//    fraction of one core (summed over the processes of the row).
+// 2. Idle CPU: the app processes' CPU time from /proc over IDLE_S, after SETTLE_S to settle, as
+//    a fraction of one core (summed over the processes of the row).
 // 3. 200 of those shops receive one orders/create each, all at once (signed beforehand, sent on
 //    200 connections already open); latency = the emulator's receivedAt of each order_placed −
 //    the moment its webhook was sent. Then 200 other shops the same way, the app's code now
@@ -55,8 +55,8 @@ const BURST = 150;
 const BURST_CONCURRENCY = 20;
 const LIMIT = 10;
 // A process keeps working for a while after it starts (V8's optimising compiler and memory
-// reducer, the pool closing connections it no longer needs): an idle worker on an empty database
-// measured 0.027 cores 5 s after start and 0.014 from 20 s on. Idle cost is the steady state.
+// reducer, the pool closing connections it no longer needs): idle cost is the steady state, so
+// it is measured only once that work is over.
 const SETTLE_S = Number(process.env.BENCH_SCALE_SETTLE_SECONDS ?? 30);
 const IDLE_S = Number(process.env.BENCH_SCALE_IDLE_SECONDS ?? 20);
 
@@ -176,8 +176,8 @@ async function scenario(setup: Setup): Promise<Outcome> {
     // not yet compiled by V8's optimising tiers), then on 200 other shops, the code now warm.
     // The webhooks are signed beforehand and go out on connections already open (undici's
     // Pool), as a sender that has been sending keeps them: made in the timed window through
-    // fetch, each on a new connection, they cost this process 2.7 ms of CPU per request (542 ms
-    // for the 200, measured), taken from the 2 cores the app runs on.
+    // fetch, each on a new connection, they would cost this process CPU taken from the cores the
+    // app runs on.
     const tag = randomBytes(3).toString('hex');
     const atOnce = async (round: string, first: number): Promise<Outcome['hot']> => {
       const hot = Array.from({ length: HOT }, (_, i) => {
