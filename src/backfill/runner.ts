@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Backfill } from '@prisma/client';
 import { Backoff, LOOP_BACKOFF, SHOP_BACKOFF } from '../lib/backoff';
+import { LoopSleep } from '../lib/loop-sleep';
 import type { BackfillRunnerDeps } from './deps';
 import { InvalidLineError, LineTooLongError } from './jsonl';
 import { Fatal, Job, Stop, type StopReason } from './job';
@@ -25,7 +26,7 @@ export class BackfillRunner {
   private readonly finishedOps = new Set<string>();
   private loop?: Promise<void>;
   private stopping = false;
-  private wakeLoop?: () => void;
+  private readonly sleeper = new LoopSleep();
   /** A job that crashed is not claimed again here until its growing wait is over. */
   private readonly jobBackoff = new Backoff<string>(SHOP_BACKOFF);
   private readonly crashedIds = new Set<string>();
@@ -50,7 +51,7 @@ export class BackfillRunner {
 
   /** Looks for work now (after a backfill was created). */
   wake(): void {
-    this.wakeLoop?.();
+    this.sleeper.wake();
   }
 
   /** Graceful: stops every job at its next step, gives the leases back. Unsaved reading is re-read later. */
@@ -65,7 +66,7 @@ export class BackfillRunner {
 
   private async halt(reason: StopReason): Promise<void> {
     this.stopping = true;
-    this.wakeLoop?.();
+    this.sleeper.interrupt();
     for (const job of this.jobs.values()) job.controller.abort(new Stop(reason));
     await this.loop;
     await Promise.all([...this.jobs.values()].map((j) => j.done));
@@ -119,14 +120,7 @@ export class BackfillRunner {
           );
       }
       if (this.stopping) break;
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, wait);
-        this.wakeLoop = () => {
-          if (!wakeable && !this.stopping) return;
-          clearTimeout(t);
-          resolve();
-        };
-      });
+      await this.sleeper.sleep(wait, wakeable);
     }
   }
 
@@ -157,7 +151,7 @@ export class BackfillRunner {
       )
       .finally(() => {
         this.jobs.delete(b.id);
-        if (!this.stopping) this.wakeLoop?.();
+        if (!this.stopping) this.sleeper.wake();
       });
     this.jobs.set(b.id, { controller, done });
   }

@@ -9,6 +9,7 @@ import { DecryptError } from '../crypto/secret-box';
 import { rawOf, type Db } from '../db/client';
 import { dialectOf } from '../db/dialects';
 import { Backoff, LOOP_BACKOFF, SHOP_BACKOFF } from '../lib/backoff';
+import { LoopSleep } from '../lib/loop-sleep';
 import { prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Logger } from '../observability/logger';
@@ -176,7 +177,7 @@ export class DeliveryWorker {
   private readonly inHand = new Set<number>();
   private stopping = false;
   private loop?: Promise<void>;
-  private wake?: () => void;
+  private readonly sleeper = new LoopSleep();
   private woken = false;
   private lastSweep = 0;
   private lastReconcile = 0;
@@ -239,7 +240,7 @@ export class DeliveryWorker {
   /** Finishes in-flight sends, gives unsent claims back, and returns when every lane is done. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.nudge();
+    this.sleeper.interrupt();
     await this.loop;
     await Promise.all([...this.lanes.values()]);
     await Promise.all([...this.releasing]);
@@ -251,7 +252,7 @@ export class DeliveryWorker {
   /** New due work somewhere (a wake-up): look now instead of at the next timer. */
   nudge(): void {
     this.woken = true;
-    this.wake?.();
+    this.sleeper.wake();
   }
 
   get activeLanes(): number {
@@ -291,7 +292,7 @@ export class DeliveryWorker {
           'worker pass failed; retrying after a growing wait',
         );
         // the whole wait: neither a wake-up nor the sweep interval brings a failing pass back sooner
-        await this.sleep(delay, false);
+        await this.sleeper.sleep(delay, false);
         continue;
       }
       if (this.stopping || this.woken) continue;
@@ -299,21 +300,8 @@ export class DeliveryWorker {
       const sweep = this.deps.sweepEveryMs ?? 5_000;
       const wait = Math.min(safety, sweep, wakeAt === null || Number.isNaN(wakeAt) ? Infinity : wakeAt - this.now().getTime());
       this.plannedWake = this.now().getTime() + Math.max(0, wait);
-      await this.sleep(wait, true);
+      await this.sleeper.sleep(wait);
     }
-  }
-
-  /** Sleeps `ms`; a wake-up ends it early when `wakeable`, and stop() always does. */
-  private async sleep(ms: number, wakeable: boolean): Promise<void> {
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, Math.max(0, ms));
-      this.wake = () => {
-        if (!wakeable && !this.stopping) return;
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    this.wake = undefined;
   }
 
   /** Expired locks of stopped processes go back to the queue; now and then, the safety reconcile. */
@@ -387,7 +375,7 @@ export class DeliveryWorker {
       .then((dueAt) => {
         // look again only when it can matter: shops may be waiting for this lane, the shop is
         // due before the loop means to wake, or the loop is mid-pass and cannot tell
-        if (this.saturated || this.wake === undefined || (dueAt !== null && dueAt.getTime() < this.plannedWake)) this.nudge();
+        if (this.saturated || !this.sleeper.sleeping || (dueAt !== null && dueAt.getTime() < this.plannedWake)) this.nudge();
       });
     this.releasing.add(released);
     void released.finally(() => this.releasing.delete(released));

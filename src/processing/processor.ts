@@ -13,6 +13,7 @@ import { driverTransaction, type SqlTx } from '../db/transaction';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { parseWebhookBody } from '../mapping';
 import { Backoff, LOOP_BACKOFF } from '../lib/backoff';
+import { LoopSleep } from '../lib/loop-sleep';
 import { LogOnce } from '../observability/log-once';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
@@ -111,7 +112,7 @@ export class ReceiptProcessor {
   private readonly sql: Sql;
   private stopping = false;
   private loop?: Promise<void>;
-  private wake?: () => void;
+  private readonly sleeper = new LoopSleep();
   private woken = false;
   private lastRetention = 0;
   /** When the last drain that processed anything ended (epoch ms). */
@@ -137,7 +138,7 @@ export class ReceiptProcessor {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    this.nudge();
+    this.sleeper.interrupt();
     await this.loop;
     this.loop = undefined;
   }
@@ -145,7 +146,7 @@ export class ReceiptProcessor {
   /** New receipts were stored (here or in a web process). */
   nudge(): void {
     this.woken = true;
-    this.wake?.();
+    this.sleeper.wake();
   }
 
   private async run(): Promise<void> {
@@ -171,26 +172,11 @@ export class ReceiptProcessor {
           { err: (err as Error).message, retryInMs: delay },
           'receipt processing failed; retrying after a growing wait',
         );
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, delay);
-          this.wake = () => {
-            if (!this.stopping) return;
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.wake = undefined;
+        await this.sleeper.sleep(delay, false);
         continue;
       }
       if (this.stopping || this.woken) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.deps.safetyPollMs ?? 5_000);
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = undefined;
+      await this.sleeper.sleep(this.deps.safetyPollMs ?? 5_000);
     }
   }
 

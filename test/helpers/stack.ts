@@ -34,6 +34,8 @@ export interface Stack {
   raw(name: string): string;
   /** Waits until `check` returns a truthy value, polling. */
   until<T>(check: () => T | Promise<T>, timeoutMs?: number, what?: string): Promise<NonNullable<T>>;
+  /** The environment of an app process (test/helpers/process.ts) on this stack's database, emulator and fake shop. */
+  childEnv(more?: Record<string, string>): Record<string, string>;
   /** Stops the app and starts it again on the same database, with `env` over the first start's. */
   restart(env?: Record<string, string>, server?: StartOptions): Promise<RunningServer>;
   close(): Promise<void>;
@@ -126,6 +128,17 @@ export async function startStack(
         if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
         await new Promise((r) => setTimeout(r, 25));
       }
+    },
+    childEnv(more = {}) {
+      return {
+        DATABASE_URL: database.url,
+        SHOPIFY_API_KEY: API_KEY,
+        SHOPIFY_API_SECRET: API_SECRET,
+        SERVICE_BASE_URL: emulator.url,
+        SHOPIFY_ADMIN_ORIGIN: shop.url,
+        SERVICE_TIMEOUT_MS: '2000',
+        ...more,
+      };
     },
     async restart(more, server) {
       await app.close();

@@ -8,7 +8,7 @@ import type { Db } from '../../src/db/client';
 import { maxInWindow } from '../helpers/clock';
 import { testProvider } from '../helpers/db';
 import { spawnApp, type AppProcess } from '../helpers/process';
-import { API_KEY, API_SECRET, startStack, type Stack } from '../helpers/stack';
+import { startStack, type Stack } from '../helpers/stack';
 
 const BEHAVIOUR = 2;
 const HISTORY = 3;
@@ -167,18 +167,8 @@ describe(`delivery classes across worker processes (${testProvider})`, () => {
     const b = await s.app.db.shop.findUniqueOrThrow({ where: { domain: 'procs-b.myshopify.com' } });
     await queue(s.app.db, a.shopId, 1000, 'viewed_product', BEHAVIOUR, 'pa');
     await queue(s.app.db, b.id, 1000, 'order_imported', HISTORY, 'pb');
-    const env = {
-      DATABASE_URL: s.database.url,
-      SHOPIFY_API_KEY: API_KEY,
-      SHOPIFY_API_SECRET: API_SECRET,
-      SERVICE_BASE_URL: s.emulator.url,
-      SHOPIFY_ADMIN_ORIGIN: s.shop.url,
-      SERVICE_TIMEOUT_MS: '2000',
-      ROLE: 'worker',
-      WORKER_LANES: '1',
-      // the emulator counts by its own clock in this busy test process: room for its jitter (processes.test.ts)
-      SERVICE_RATE_GUARD_MS: '100',
-    };
+    // the emulator counts by its own clock in this busy test process: room for its jitter (processes.test.ts)
+    const env = s.childEnv({ ROLE: 'worker', WORKER_LANES: '1', SERVICE_RATE_GUARD_MS: '100' });
     const workers = await Promise.all([spawnApp(env), spawnApp(env)]);
     children.push(...workers);
     // an order of shop B a second for 10 s, behind both backlogs

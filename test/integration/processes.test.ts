@@ -4,19 +4,7 @@ import { sampleOrder } from '../../sandbox/samples';
 import { maxInWindow } from '../helpers/clock';
 import { testProvider } from '../helpers/db';
 import { spawnApp, type AppProcess } from '../helpers/process';
-import { API_KEY, API_SECRET, startStack, type Stack } from '../helpers/stack';
-
-function childEnv(s: Stack): Record<string, string> {
-  return {
-    DATABASE_URL: s.database.url,
-    SHOPIFY_API_KEY: API_KEY,
-    SHOPIFY_API_SECRET: API_SECRET,
-    SERVICE_BASE_URL: s.emulator.url,
-    SHOPIFY_ADMIN_ORIGIN: s.shop.url,
-    SERVICE_TIMEOUT_MS: '2000',
-    WORKER_ENABLED: 'true',
-  };
-}
+import { startStack, type Stack } from '../helpers/stack';
 
 async function ingest(s: Stack, domain: string, n: number, prefix: string): Promise<void> {
   let next = 0;
@@ -51,13 +39,13 @@ describe(`several processes on one database (${testProvider})`, () => {
   it('a worker killed with SIGKILL mid-drain loses nothing; duplicates are at most the in-flight count', async () => {
     const ws = await s.connectShop('crash.myshopify.com', { rateLimit: 100 });
     await ingest(s, 'crash.myshopify.com', 600, 'crash');
-    const first = await spawnApp(childEnv(s));
+    const first = await spawnApp(s.childEnv({ WORKER_ENABLED: 'true' }));
     children.push(first);
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 150, 30_000, '150 delivered');
     await first.kill('SIGKILL');
     const inFlight = await s.app.db.outboxMessage.count({ where: { status: 'delivering' } });
     const atKill = s.emulator.events({ workspaceId: ws.workspaceId }).length;
-    const second = await spawnApp(childEnv(s));
+    const second = await spawnApp(s.childEnv({ WORKER_ENABLED: 'true' }));
     children.push(second);
     const events = await s.until(
       () => {
@@ -89,7 +77,7 @@ describe(`several processes on one database (${testProvider})`, () => {
     // one lane each, so each process serves one shop (a process with free lanes takes every due shop);
     // the emulator counts by its own clock in this busy test process, which lags more than a network
     // does: the pacer's room for that jitter is set to match (SERVICE_RATE_GUARD_MS)
-    const env = { ...childEnv(s), WORKER_LANES: '1', SERVICE_RATE_GUARD_MS: '100' };
+    const env = s.childEnv({ WORKER_ENABLED: 'true', WORKER_LANES: '1', SERVICE_RATE_GUARD_MS: '100' });
     const [a, b] = await Promise.all([spawnApp(env), spawnApp(env)]);
     children.push(a!, b!);
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 400, 60_000, '400 delivered');

@@ -418,13 +418,7 @@ pgOnly('wake-ups across processes (PostgreSQL: LISTEN/NOTIFY)', () => {
 
   it('an order taken by a web-only process is delivered by a worker-only process in under 500 ms', async () => {
     const ws = await s.connectShop('split.myshopify.com');
-    const env = {
-      DATABASE_URL: s.database.url,
-      SHOPIFY_API_KEY: API_KEY,
-      SHOPIFY_API_SECRET: API_SECRET,
-      SERVICE_BASE_URL: s.emulator.url,
-      SHOPIFY_ADMIN_ORIGIN: s.shop.url,
-    };
+    const env = s.childEnv();
     const [web, workerProcess] = await Promise.all([spawnApp({ ...env, ROLE: 'web' }), spawnApp({ ...env, ROLE: 'worker' })]);
     children.push(web, workerProcess);
     // let the worker's listener connect and its first pass run
