@@ -462,14 +462,15 @@ export class DeliveryWorker {
         if (counts.every((n) => n === 0)) {
           // the workspace's next send is another shop's (a higher class, or a floor): its lane takes
           // it. When no one has sent since this lane last waited (that shop is not being served),
-          // this shop sends its own best instead: the budget is never left unused.
+          // this shop sends one of its own instead, and plans again: the budget is never left
+          // unused, and a slow lane elsewhere costs the plan one send, not a batch.
           const spent = usage.join(',');
           if (waitedAt !== spent) {
             waitedAt = spent;
-            await sleep(2 * pacer.intervalMs(limit));
+            await sleep(Math.max(50, 2 * pacer.intervalMs(limit)));
             continue;
           }
-          counts = this.planBatch(due, usage, batchSize, false);
+          counts = this.planBatch(due, usage, 1, false);
         }
         waitedAt = null;
         const lockMs = Math.ceil(((batchSize + 1) * 1000) / limit) + (this.deps.requestTimeoutMs ?? 10_000) + 5_000;
