@@ -4,7 +4,7 @@
 import type { Connection } from '@prisma/client';
 import { DecryptError, keyHint, type SecretBox } from '../crypto/secret-box';
 import type { Db } from '../db/client';
-import { LogOnce } from '../observability/log-once';
+import { LogOnce, LoopFailures } from '../observability/log-once';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import type { Pacer } from '../outbox/pacer';
@@ -117,6 +117,7 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
   const { db, client, secrets, repo, pacer, logger } = deps;
   const now = deps.now ?? (() => new Date());
   const logOnce = new LogOnce(logger);
+  const failures = new LoopFailures(logOnce, deps.metrics?.loopFailures);
 
   /** The saved key, or null when no configured encryption key decrypts it. */
   function keyOf(c: Connection): string | null {
@@ -272,13 +273,11 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
             await db.connection.updateMany({ where: { shopId: c.shopId }, data: { lastCheckedAt: now() } });
         } catch (err) {
           failed += 1;
-          deps.metrics?.loopFailures.inc({ loop: 'key_check' });
-          logOnce.log(
-            'warn',
-            `key-check-failed:${c.shopId}`,
-            { shopId: c.shopId, err: (err as Error).message },
-            'periodic key check failed for a shop; the others go on',
-          );
+          failures.report('key_check', err, 'periodic key check failed for a shop; the others go on', {
+            key: `key-check-failed:${c.shopId}`,
+            fields: { shopId: c.shopId },
+            level: 'warn',
+          });
         }
       }
       return { checked, invalid, failed };

@@ -22,6 +22,7 @@ import { sessionTokenMiddleware } from '../http/session-token';
 import { uiRoutes, type UiRoutesDeps } from '../http/ui.routes';
 import { webhooksRoute } from '../http/webhooks.route';
 import { createLogger, type Logger } from '../observability/logger';
+import { LogOnce, LoopFailures } from '../observability/log-once';
 import { Metrics } from '../observability/metrics';
 import { createHolds } from '../outbox/holds';
 import { Pacer } from '../outbox/pacer';
@@ -311,6 +312,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
   let keyCheck: NodeJS.Timeout | undefined;
   let holdsCheck: NodeJS.Timeout | undefined;
+  // the background loops' failures: counted, and logged once a minute while they repeat
+  const failures = new LoopFailures(new LogOnce(logger, 60_000), metrics.loopFailures);
   if (config.workerEnabled) {
     // the operator may have fixed the service address before this start
     await holds.releaseAll();
@@ -319,12 +322,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     storefront.sweeper.start();
     // the periodic key check: at most hourly per shop, a few shops per tick
     keyCheck = setInterval(() => {
-      connection.checkKeys().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'periodic key check failed'));
+      connection.checkKeys().catch((err: unknown) => failures.report('key_check', err, 'periodic key check failed', { level: 'warn' }));
     }, 60_000);
     keyCheck.unref();
     // shops held because the service address answered 404: one message each tries it again
     holdsCheck = setInterval(() => {
-      holds.reprobe().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'the re-probe of held deliveries failed'));
+      holds
+        .reprobe()
+        .catch((err: unknown) => failures.report('holds_reprobe', err, 'the re-probe of held deliveries failed', { level: 'warn' }));
     }, 60_000);
     holdsCheck.unref();
   }
@@ -351,8 +356,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         return;
       } catch (err) {
         const wait = backoff.fail('scan');
-        metrics.loopFailures.inc({ loop: 'key_rotation' });
-        logger.warn({ err: (err as Error).message, retryInMs: wait }, 'reading the stored secrets failed; trying again after a wait');
+        failures.report('key_rotation', err, 'reading the stored secrets failed; trying again after a wait', {
+          retryInMs: wait,
+          level: 'warn',
+        });
         await sleep(wait, undefined, { signal: stopScan.signal }).catch(() => undefined);
       }
     }

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Backfill } from '@prisma/client';
 import { Backoff, LOOP_BACKOFF, SHOP_BACKOFF } from '../lib/backoff';
 import { LoopSleep } from '../lib/loop-sleep';
+import { LogOnce, LoopFailures } from '../observability/log-once';
 import type { BackfillRunnerDeps } from './deps';
 import { InvalidLineError, LineTooLongError } from './jsonl';
 import { Fatal, Job, Stop, type StopReason } from './job';
@@ -32,9 +33,11 @@ export class BackfillRunner {
   private readonly crashedIds = new Set<string>();
   /** Looking for work failed (the database away): growing waits. */
   private readonly claimBackoff = new Backoff<string>(LOOP_BACKOFF);
+  private readonly failures: LoopFailures;
 
   constructor(private readonly deps: BackfillRunnerDeps) {
     this.runnerId = deps.runnerId ?? `b-${randomUUID().slice(0, 8)}`;
+    this.failures = new LoopFailures(new LogOnce(deps.logger, 60_000), deps.metrics?.loopFailures);
     this.now = deps.now ?? (() => new Date());
     this.store = new BackfillStore(deps.db, deps.provider, this.now, this.runnerId, this.leaseMs);
   }
@@ -98,7 +101,6 @@ export class BackfillRunner {
   }
 
   private async run(): Promise<void> {
-    const { logger } = this.deps;
     while (!this.stopping) {
       let wait = this.deps.pollMs ?? 2_000;
       let wakeable = true;
@@ -112,12 +114,9 @@ export class BackfillRunner {
       } catch (err) {
         wait = this.claimBackoff.fail('claim');
         wakeable = false;
-        this.deps.metrics?.loopFailures.inc({ loop: 'backfill' });
-        if (this.claimBackoff.failures('claim') % 5 === 1)
-          logger.error(
-            { err: (err as Error).message, retryInMs: wait },
-            'backfill runner: looking for work failed; retrying after a growing wait',
-          );
+        this.failures.report('backfill', err, 'backfill runner: looking for work failed; retrying after a growing wait', {
+          retryInMs: wait,
+        });
       }
       if (this.stopping) break;
       await this.sleeper.sleep(wait, wakeable);
@@ -142,11 +141,11 @@ export class BackfillRunner {
           // claimed again here only after a growing wait; its lease lets no other process take it meanwhile
           const delay = this.jobBackoff.fail(b.id);
           this.crashedIds.add(b.id);
-          this.deps.metrics?.loopFailures.inc({ loop: 'backfill' });
-          this.deps.logger.error(
-            { backfillId: b.id, err: (err as Error).message, retryInMs: delay },
-            'backfill job crashed; resumed after a wait',
-          );
+          this.failures.report('backfill', err, 'backfill job crashed; resumed after a wait', {
+            key: `backfill:${b.id}`,
+            fields: { backfillId: b.id },
+            retryInMs: delay,
+          });
         },
       )
       .finally(() => {

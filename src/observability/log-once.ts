@@ -36,3 +36,35 @@ export class LogOnce {
     this.last.delete(key);
   }
 }
+
+/** The background loops, as connector_background_failures_total{loop} names them. */
+export type LoopName = 'lane' | 'worker_pass' | 'stage2' | 'backfill' | 'key_check' | 'key_rotation' | 'pixel_sweep' | 'holds_reprobe';
+
+/**
+ * How every background loop reports a failure: counted in connector_background_failures_total
+ * and logged once per key per interval, with the wait it now sits out (`retryInMs`), so a
+ * fault that repeats shows on the metric at once and never floods the log.
+ */
+export class LoopFailures {
+  constructor(
+    readonly logOnce: LogOnce,
+    private readonly counter?: { inc(labels: { loop: LoopName }): void },
+  ) {}
+
+  /** `key` (default: the loop) keeps one shop's repeated failure apart from another's. */
+  report(
+    loop: LoopName,
+    err: unknown,
+    message: string,
+    o: { key?: string; fields?: Record<string, unknown>; retryInMs?: number; level?: Level } = {},
+  ): void {
+    this.counter?.inc({ loop });
+    const fields = { ...o.fields, err: err instanceof Error ? err.message : String(err) };
+    this.logOnce.log(
+      o.level ?? 'error',
+      o.key ?? loop,
+      o.retryInMs === undefined ? fields : { ...fields, retryInMs: o.retryInMs },
+      message,
+    );
+  }
+}

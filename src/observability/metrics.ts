@@ -150,7 +150,7 @@ export class Metrics {
   });
   readonly loopFailures = new Counter({
     name: 'connector_background_failures_total',
-    help: 'Failures of background loops (lane, worker_pass, stage2, pixel_sweep, backfill, key_check, key_rotation), each followed by a growing wait',
+    help: 'Failures of background loops (lane, worker_pass, stage2, backfill, key_check, key_rotation, pixel_sweep, holds_reprobe), each followed by a wait',
     labelNames: ['loop'] as const,
     registers: [this.registry],
   });

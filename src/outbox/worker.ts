@@ -13,7 +13,7 @@ import { LoopSleep } from '../lib/loop-sleep';
 import { prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Logger } from '../observability/logger';
-import { LogOnce } from '../observability/log-once';
+import { LogOnce, LoopFailures } from '../observability/log-once';
 import type { Metrics } from '../observability/metrics';
 import type { SendEventBody, ServiceClient, ServiceResult } from '../integrations/service/types';
 import type { LeaseRead, ShopQueue } from './due';
@@ -195,6 +195,7 @@ export class DeliveryWorker {
   /** The discovery loop's own failures (the database away): growing waits, never a spin. */
   private readonly loopBackoff: Backoff<string>;
   private readonly logOnce: LogOnce;
+  private readonly failures: LoopFailures;
   /** Floor shares by class index, and maximum useful ages (ms, null: none). */
   private readonly floors: number[];
   private readonly maxAgeMs: Array<number | null>;
@@ -210,6 +211,7 @@ export class DeliveryWorker {
     this.shopBackoff = new Backoff(SHOP_BACKOFF, clock, deps.random);
     this.loopBackoff = new Backoff(LOOP_BACKOFF, clock, deps.random);
     this.logOnce = new LogOnce(deps.logger, deps.logEveryMs ?? 5 * 60_000, clock);
+    this.failures = new LoopFailures(this.logOnce, deps.metrics.loopFailures);
     const policy = deps.classes ?? DEFAULT_CLASS_POLICY;
     this.floors = floorsOf(policy);
     this.maxAgeMs = DELIVERY_CLASSES.map((c) => policy.maxAgeMs[c]);
@@ -284,13 +286,7 @@ export class DeliveryWorker {
         this.loopBackoff.succeed('pass');
       } catch (err) {
         const delay = this.loopBackoff.fail('pass');
-        this.deps.metrics.loopFailures.inc({ loop: 'worker_pass' });
-        this.logOnce.log(
-          'error',
-          'worker-pass',
-          { err: (err as Error).message, retryInMs: delay },
-          'worker pass failed; retrying after a growing wait',
-        );
+        this.failures.report('worker_pass', err, 'worker pass failed; retrying after a growing wait', { retryInMs: delay });
         // the whole wait: neither a wake-up nor the sweep interval brings a failing pass back sooner
         await this.sleeper.sleep(delay, false);
         continue;
@@ -346,13 +342,11 @@ export class DeliveryWorker {
         // the shop comes round again after a growing, jittered wait, in every process (its due
         // time moves): a lane that fails at once can never be leased again at once
         const delay = this.shopBackoff.fail(shopId);
-        this.deps.metrics.loopFailures.inc({ loop: 'lane' });
-        this.logOnce.log(
-          'error',
-          `lane:${shopId}`,
-          { shopId, err: (err as Error).message, retryInMs: delay },
-          'delivery lane failed; the shop is served again after a wait',
-        );
+        this.failures.report('lane', err, 'delivery lane failed; the shop is served again after a wait', {
+          key: `lane:${shopId}`,
+          fields: { shopId },
+          retryInMs: delay,
+        });
         return { notBefore: new Date(this.now().getTime() + delay) } as LaneEnd;
       },
     );

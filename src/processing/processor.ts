@@ -14,7 +14,7 @@ import { isDatabaseUnavailable } from '../db/unavailable';
 import { parseWebhookBody } from '../mapping';
 import { Backoff, LOOP_BACKOFF } from '../lib/backoff';
 import { LoopSleep } from '../lib/loop-sleep';
-import { LogOnce } from '../observability/log-once';
+import { LogOnce, LoopFailures } from '../observability/log-once';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { lowerDue, type DueEntry } from '../outbox/due';
@@ -120,12 +120,12 @@ export class ReceiptProcessor {
   private seeded = false;
   private readonly leaseStatement: RawStatement<{ partition: number }>;
   private readonly backoff = new Backoff<string>(LOOP_BACKOFF);
-  private readonly logOnce: LogOnce;
+  private readonly failures: LoopFailures;
 
   constructor(private readonly deps: ProcessorDeps) {
     this.processorId = deps.processorId ?? `p-${randomUUID().slice(0, 8)}`;
     this.now = deps.now ?? (() => new Date());
-    this.logOnce = new LogOnce(deps.logger, 60_000);
+    this.failures = new LoopFailures(new LogOnce(deps.logger, 60_000), deps.metrics.loopFailures);
     this.sql = new Sql(deps.db, deps.provider);
     this.leaseStatement = prepare(rawOf(deps.db), 'receipt_lease', LEASE_PENDING, { lazyCommit: true });
   }
@@ -165,13 +165,7 @@ export class ReceiptProcessor {
       } catch (err) {
         // the whole wait, whatever wake-ups come meanwhile: a failing drain never spins
         const delay = this.backoff.fail('drain');
-        this.deps.metrics.loopFailures.inc({ loop: 'stage2' });
-        this.logOnce.log(
-          'error',
-          'drain',
-          { err: (err as Error).message, retryInMs: delay },
-          'receipt processing failed; retrying after a growing wait',
-        );
+        this.failures.report('stage2', err, 'receipt processing failed; retrying after a growing wait', { retryInMs: delay });
         await this.sleeper.sleep(delay, false);
         continue;
       }

@@ -8,6 +8,7 @@
 import { Prisma } from '@prisma/client';
 import type { Db } from '../../db/client';
 import { inChunks } from '../../db/raw';
+import { LogOnce, LoopFailures } from '../../observability/log-once';
 import type { Logger } from '../../observability/logger';
 import type { Metrics } from '../../observability/metrics';
 
@@ -41,6 +42,7 @@ export interface PixelSweeper {
 export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> = Promise.resolve();
+  const failures = new LoopFailures(new LogOnce(deps.logger, 60 * 60_000), deps.metrics.loopFailures);
   const chunk = Math.max(1, deps.chunk ?? 5000);
   /** Rows expired by `at`, through the expiresAt index: each DELETE up to the `chunk`-th oldest expiry. */
   const deleteExpired = (
@@ -126,7 +128,7 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
           sweeper
             .sweep()
             .catch((err: unknown) =>
-              deps.logger.warn({ err: (err as Error).message }, 'storefront expiry sweep failed; retried at the next tick'),
+              failures.report('pixel_sweep', err, 'storefront expiry sweep failed; retried at the next tick', { level: 'warn' }),
             );
         },
         deps.everyMs ?? 5 * 60_000,
