@@ -120,25 +120,34 @@ describeWithChromium('the admin page meets Built for Shopify’s Web Vitals', ()
           const loadCls = cls(load.shifts);
           const loadLcp = lcp(load.lcp);
 
-          // the main actions, as a merchant does them: an event switch (and back), the delivery
-          // log's status filter, and Send test event
-          const toggle = page.locator('#event-product_ordered');
-          await toggle.scrollIntoViewIfNeeded();
-          await toggle.click();
-          await waitForText(page.locator('#event-product_ordered-state'), /^Saved$/);
-          await toggle.click();
-          await waitForText(page.locator('#event-product_ordered-state'), /^Saved$/);
-          const filter = page.locator('#delivery-status');
-          await filter.scrollIntoViewIfNeeded();
-          await filter.click();
-          await page.keyboard.press('Escape');
-          const send = page.locator('#send-test-event');
-          await send.scrollIntoViewIfNeeded();
-          await send.click();
-          await waitForText(page.locator('#test-event-result'), /Test event #\d+ (queued|delivered|delivering)|Delivering/);
-          await page.waitForTimeout(500);
-          const after = await recorded(page);
-          const interactions = inp(after.events);
+          // the main actions, as a merchant does them (an event switch and back, the delivery log's
+          // status filter, Send test event), in three rounds: the page's INP is the median round's
+          // worst interaction, as a lab measure takes the median of runs. One round's worst can be
+          // the renderer waiting for a core the rest of the suite holds; a slow page is slow in all.
+          const rounds: Array<ReturnType<typeof inp>> = [];
+          for (let round = 0; round < 3; round++) {
+            const before = (await recorded(page)).events.length;
+            const toggle = page.locator('#event-product_ordered');
+            await toggle.scrollIntoViewIfNeeded();
+            await toggle.click();
+            await waitForText(page.locator('#event-product_ordered-state'), /^Saved$/);
+            await toggle.click();
+            await waitForText(page.locator('#event-product_ordered-state'), /^Saved$/);
+            const filter = page.locator('#delivery-status');
+            await filter.scrollIntoViewIfNeeded();
+            await filter.click();
+            await page.keyboard.press('Escape');
+            const result = page.locator('#test-event-result');
+            const previous = /Test event #(\d+)/.exec((await result.textContent()) ?? '')?.[1];
+            const send = page.locator('#send-test-event');
+            await send.scrollIntoViewIfNeeded();
+            await send.click();
+            const sent = await waitForText(result, /Test event #\d+ (queued|delivered|delivering)|Delivering/);
+            if (previous) expect(sent).not.toContain(`#${previous} `);
+            await page.waitForTimeout(500);
+            rounds.push(inp((await recorded(page)).events.slice(before)));
+          }
+          const interactions = [...rounds].sort((a, b) => a.inp - b.inp)[1]!;
           const worst =
             [...interactions.byInteraction.values()].map((x) => `${x.name} on ${x.target}: ${Math.round(x.duration)} ms`).join('; ') ||
             'every entry under 16 ms';
@@ -147,7 +156,7 @@ describeWithChromium('the admin page meets Built for Shopify’s Web Vitals', ()
             cls: loadCls,
             lcpMs: loadLcp,
             inpMs: interactions.inp,
-            interactions: worst,
+            interactions: `${worst} (rounds: ${rounds.map((r) => Math.round(r.inp)).join(' / ')} ms)`,
             shifts: describeShifts(load.shifts),
           });
 
