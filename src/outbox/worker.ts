@@ -473,8 +473,12 @@ export class DeliveryWorker {
         const batch = await this.withoutExpired(shopId, claimed, now);
         const end = batch.length ? await this.sendBatch(shopId, ctx, this.inPlanOrder(batch, usage), inFlight, lane, round > 0) : null;
         if (end) return end;
-        // a short claim took everything due: the release finds what was queued meanwhile
-        if (claimed.length < counts.reduce((a, b) => a + b, 0)) return {};
+        // the batch was all the shop had due (each class's count under the cap, every one
+        // claimed), or a short claim took everything: the release finds what was queued meanwhile,
+        // so the common lane of one or two messages reads nothing more
+        const planned = counts.reduce((a, b) => a + b, 0);
+        const tookAll = due.own.every((n, k) => n < batchSize && counts[k] === n);
+        if (claimed.length < planned || tookAll) return {};
       }
       return {};
     } finally {
