@@ -47,7 +47,7 @@ export type LoopName = 'lane' | 'worker_pass' | 'stage2' | 'backfill' | 'key_che
  */
 export class LoopFailures {
   constructor(
-    readonly logOnce: LogOnce,
+    private readonly logOnce: LogOnce,
     private readonly counter?: { inc(labels: { loop: LoopName }): void },
   ) {}
 
