@@ -19,17 +19,29 @@ export async function turnsOfTheLoopDuring<T>(work: () => Promise<T>): Promise<{
 
 /**
  * Runs `work`, measuring the longest time the event loop went without a turn meanwhile: the
- * longest a request, a timer or a socket read had to wait on it.
+ * longest a request, a timer or a socket read had to wait on it. `longestCpuMs` is the most CPU
+ * the process spent between two turns: the length of the longest task on an idle core, which a
+ * machine busy with other work stretches in `longestMs` but not here.
  */
-export async function longestStallDuring<T>(work: () => Promise<T>): Promise<{ value: T; longestMs: number; turns: number }> {
+export async function longestStallDuring<T>(
+  work: () => Promise<T>,
+): Promise<{ value: T; longestMs: number; longestCpuMs: number; turns: number }> {
   let longestMs = 0;
+  let longestCpuMs = 0;
   let turns = 0;
   let working = true;
   let last = performance.now();
-  const tick = () => {
+  let lastCpu = process.cpuUsage();
+  const measure = () => {
     const now = performance.now();
+    const cpu = process.cpuUsage(lastCpu);
     longestMs = Math.max(longestMs, now - last);
+    longestCpuMs = Math.max(longestCpuMs, (cpu.user + cpu.system) / 1000);
     last = now;
+    lastCpu = process.cpuUsage();
+  };
+  const tick = () => {
+    measure();
     turns += 1;
     if (working) setImmediate(tick);
   };
@@ -37,8 +49,8 @@ export async function longestStallDuring<T>(work: () => Promise<T>): Promise<{ v
   try {
     const value = await work();
     // the stretch from the last turn to the end of the work counts too
-    longestMs = Math.max(longestMs, performance.now() - last);
-    return { value, longestMs, turns };
+    measure();
+    return { value, longestMs, longestCpuMs, turns };
   } finally {
     working = false;
   }
