@@ -20,8 +20,9 @@ export async function turnsOfTheLoopDuring<T>(work: () => Promise<T>): Promise<{
 /**
  * Runs `work`, measuring the longest time the event loop went without a turn meanwhile: the
  * longest a request, a timer or a socket read had to wait on it. `longestCpuMs` is the most CPU
- * the process spent between two turns: the length of the longest task on an idle core, which a
- * machine busy with other work stretches in `longestMs` but not here.
+ * the process spent between two turns (its other threads, such as GC helpers, included): the
+ * longest task's own cost, which a machine busy with other work stretches in `longestMs` but not
+ * here.
  */
 export async function longestStallDuring<T>(
   work: () => Promise<T>,
@@ -31,14 +32,18 @@ export async function longestStallDuring<T>(
   let turns = 0;
   let working = true;
   let last = performance.now();
-  let lastCpu = process.cpuUsage();
+  const cpuUs = () => {
+    const u = process.cpuUsage();
+    return u.user + u.system;
+  };
+  let lastCpu = cpuUs();
   const measure = () => {
     const now = performance.now();
-    const cpu = process.cpuUsage(lastCpu);
+    const cpu = cpuUs();
     longestMs = Math.max(longestMs, now - last);
-    longestCpuMs = Math.max(longestCpuMs, (cpu.user + cpu.system) / 1000);
+    longestCpuMs = Math.max(longestCpuMs, (cpu - lastCpu) / 1000);
     last = now;
-    lastCpu = process.cpuUsage();
+    lastCpu = cpu;
   };
   const tick = () => {
     measure();
