@@ -13,6 +13,11 @@ export interface Dialect {
    * LOCKED, of `of` when given); nothing on SQLite, where the one writer holds the whole database.
    */
   skipLocked(of?: string): string;
+  /**
+   * The rows a read-merge-write reads stay locked until the transaction ends (PostgreSQL's FOR
+   * UPDATE); nothing on SQLite, where the transaction holds the one writer.
+   */
+  lockRows(): string;
   /** `column` is one of a list of texts given as one parameter (`param`, see listParam). */
   inList(column: string, param: (pgType?: string) => string): string;
   /** The parameter value of such a list. */

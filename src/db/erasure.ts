@@ -17,7 +17,7 @@ export const REDACTED_TABLES = [
   'OutboxMessage',
   'DeliveryAttempt',
   'WebhookReceipt',
-  'CustomerDigest',
+  'CustomerProfile',
   'DataExport',
   'OrderSummary',
   'FulfillmentState',

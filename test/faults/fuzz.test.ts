@@ -35,7 +35,7 @@ async function fingerprint(s: Stack): Promise<Record<string, string>> {
       select: { id: true, updatedAt: true, status: true },
     }),
     DeliveryAttempt: db.deliveryAttempt.count(),
-    CustomerDigest: db.customerDigest.count(),
+    CustomerProfile: db.customerProfile.count(),
     DataExport: db.dataExport.count(),
     Backfill: db.backfill.findMany({ orderBy: { id: 'asc' } }),
     Session: db.session.findMany({ orderBy: { id: 'asc' } }),

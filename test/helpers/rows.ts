@@ -10,7 +10,7 @@ export async function dumpAllTables(db: Db): Promise<Record<string, string>> {
     WebhookReceipt: await db.webhookReceipt.findMany(),
     OutboxMessage: await db.outboxMessage.findMany(),
     DeliveryAttempt: await db.deliveryAttempt.findMany(),
-    CustomerDigest: await db.customerDigest.findMany(),
+    CustomerProfile: await db.customerProfile.findMany(),
     WorkspacePacer: await db.workspacePacer.findMany(),
     DataExport: await db.dataExport.findMany(),
     Backfill: await db.backfill.findMany(),

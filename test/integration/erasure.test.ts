@@ -126,13 +126,13 @@ onSqlite(`erasure on disk, SQLite${skipNote('sqlite')}`, () => {
       messages: await s.app.db.outboxMessage.count(),
       attempts: await s.app.db.deliveryAttempt.count(),
       orders: await s.app.db.orderSummary.count(),
-      digests: await s.app.db.customerDigest.count(),
+      profiles: await s.app.db.customerProfile.count(),
     };
     expect(rows.receipts).toBeGreaterThanOrEqual(200);
     expect(rows.messages).toBeGreaterThanOrEqual(200);
     expect(rows.attempts).toBeGreaterThanOrEqual(200);
     expect(rows.orders).toBe(CUSTOMERS_PER_SHOP * ORDERS_PER_CUSTOMER);
-    expect(rows.digests).toBe(CUSTOMERS_PER_SHOP);
+    expect(rows.profiles).toBe(CUSTOMERS_PER_SHOP);
     // before: the search sees the customer to be erased (or the check would prove nothing)
     expect(filesHolding(diskFiles(s), gone.email)).not.toEqual([]);
     expect(filesHolding(diskFiles(s), gone.phone!)).not.toEqual([]);
@@ -237,7 +237,7 @@ onPostgres(`erasure on disk, PostgreSQL${skipNote('postgres')}`, () => {
   it('shop/redact vacuums the tables it touched, after the commit', async () => {
     const domain = 'vacuum-shop.myshopify.com';
     await fill(s, domain, 301);
-    const tables = ['OutboxMessage', 'WebhookReceipt', 'DeliveryAttempt', 'OrderSummary', 'CustomerDigest'];
+    const tables = ['OutboxMessage', 'WebhookReceipt', 'DeliveryAttempt', 'OrderSummary', 'CustomerProfile'];
     const before = await lastVacuum(tables);
     const rows = await stats.query<{ n: string }>(
       `SELECT count(*) AS n FROM "OutboxMessage" m JOIN "Shop" s ON s.id = m."shopId" WHERE s.domain = $1`,

@@ -5,6 +5,7 @@ export const POSTGRES: Dialect = {
   name: 'postgres',
   greatest: (a, b) => `GREATEST(${a}, ${b})`,
   skipLocked: (of) => `FOR UPDATE${of ? ` OF ${of}` : ''} SKIP LOCKED`,
+  lockRows: () => 'FOR UPDATE',
   inList: (column, param) => `${column} = ANY(${param('text[]')})`,
   listParam: (values) => values,
   rowsOf: (columns, param) => `SELECT ${columns.map((c, i) => `unnest(${param(i + 1, `${c.type}[]`)}) AS "${c.name}"`).join(', ')}`,

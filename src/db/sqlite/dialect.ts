@@ -5,6 +5,7 @@ export const SQLITE: Dialect = {
   name: 'sqlite',
   greatest: (a, b) => `MAX(${a}, ${b})`,
   skipLocked: () => '',
+  lockRows: () => '',
   inList: (column, param) => `${column} IN (SELECT "value" FROM json_each(${param()}))`,
   listParam: (values) => JSON.stringify(values),
   rowsOf: (columns, param) =>
