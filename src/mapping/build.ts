@@ -14,6 +14,8 @@ export interface Draft {
   runAt?: Date;
   /** Refresh if still queued (checkout_abandoned) instead of insert-if-absent. */
   upsert?: boolean;
+  /** A deferred customer_updated, coalesced per customer (NewMessage.coalesce). */
+  coalesce?: boolean;
 }
 
 export interface Subject {
@@ -45,14 +47,14 @@ function turnedOff(names: EventName[]): string {
 
 /**
  * Builds the output for one webhook. `extra` carries cancelAbandoned and the state to store
- * (customerState, orderSummary, fulfillmentState), which the intake applies even when nothing
+ * (profile, orderSummary, fulfillmentState), which the intake applies even when nothing
  * is forwarded.
  */
 export function assemble(
   input: MapInput,
   subject: Subject,
   drafts: Draft[],
-  extra: Pick<MapOutput, 'cancelAbandoned' | 'customerState' | 'orderSummary' | 'fulfillmentState'> & { whenEmpty?: string } = {},
+  extra: Pick<MapOutput, 'cancelAbandoned' | 'profile' | 'orderSummary' | 'fulfillmentState'> & { whenEmpty?: string } = {},
 ): MapOutput {
   const { whenEmpty, ...rest } = extra;
   const base = { ...rest, messages: [] as NewMessage[], upserts: [] as NewMessage[], customerId: subject.customerId };
@@ -90,6 +92,7 @@ export function assemble(
       },
     };
     if (subject.orderId !== undefined) message.orderId = subject.orderId;
+    if (d.coalesce) message.coalesce = true;
     const why = skip ?? d.skip;
     if (why) message.skip = why;
     (d.upsert ? base.upserts : base.messages).push(message);

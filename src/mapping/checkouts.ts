@@ -1,6 +1,7 @@
 // checkouts/create and checkouts/update → checkout_started and the delayed checkout_abandoned.
 import { assemble, ignored, type Draft } from './build';
 import { chooseEmail, customerFor, purchaseContact } from './contact';
+import { purchaseProfile } from './customer-facts';
 import { lineItems, lineItemsAttribute, type ProductLookup } from './items';
 import { firstIso, key, money, obj, objectId, str, type Obj } from './read';
 import { DEFAULT_ABANDONMENT, LATE_AFTER_MS, type MapInput, type MapOutput } from './types';
@@ -70,8 +71,8 @@ export function mapCheckout(input: MapInput): MapOutput {
   if (str(checkout.completed_at) !== null) {
     return { ...ignored('checkout completed', customerId), cancelAbandoned: { checkoutToken: token, email } };
   }
-  const customer = customerFor(email, rawCustomer);
-  const contact = purchaseContact(checkout, customer, input.settings);
+  const profile = purchaseProfile(checkout, input, false);
+  const contact = purchaseContact(checkout, customerFor(email, rawCustomer) ? profile : null, input.settings);
   const attributes = checkoutAttributes(checkout, input.products);
   const when = abandonment(checkout, input);
   const drafts: Draft[] = [
@@ -104,5 +105,6 @@ export function mapCheckout(input: MapInput): MapOutput {
       contact,
     },
     drafts,
+    profile ? { profile } : {},
   );
 }

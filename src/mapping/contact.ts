@@ -2,7 +2,8 @@
 import { createHash } from 'node:crypto';
 import { CONTACT_PROPERTIES, type ContactProperty, type Settings } from '../settings/settings';
 import { isEmailAddress, normalizeEmail } from './email';
-import { obj, objectId, str, type Obj } from './read';
+import { currentTags, type CustomerProfile } from './profile';
+import { obj, str, type Obj } from './read';
 
 export interface EmailChoice {
   /** The first usable address among the candidates, trimmed and lower-cased. */
@@ -31,11 +32,6 @@ export function pickEmail(...candidates: unknown[]): string | null {
   return chooseEmail(...candidates).email;
 }
 
-/** email_marketing_consent.state ('subscribed', 'not_subscribed', 'unsubscribed', ...), or null when unknown. */
-export function consentState(customer: Obj | null): string | null {
-  return str(obj(customer?.email_marketing_consent)?.state);
-}
-
 export function splitTags(v: unknown): string[] | null {
   if (Array.isArray(v)) return v.map(str).filter((t): t is string => t !== null);
   if (typeof v !== 'string') return null;
@@ -45,32 +41,56 @@ export function splitTags(v: unknown): string[] | null {
     .filter((t) => t !== '');
 }
 
+/** The email marketing state the profile knows ('subscribed', 'not_subscribed', 'unsubscribed', ...), or null. */
+export function consentState(profile: CustomerProfile | null): string | null {
+  return profile?.emailConsent?.value.state ?? null;
+}
+
 export interface ContactSource {
-  customer: Obj | null;
+  /** What is known of the customer, this payload's facts merged in; null for a guest. */
+  profile: CustomerProfile | null;
   /** Where names come from when the customer has none (an order's billing address). */
   nameFallback?: Obj | null;
-  /** Candidates for city and country_code, best first; the first with either is used. */
+  /** Candidates for city, country and province when the customer has no address, best first. */
   addresses: Array<Obj | null | undefined>;
 }
 
 /** All properties we know, before the merchant's selection. Unknown values are left out. */
-function allProperties(src: ContactSource): Partial<Record<ContactProperty, unknown>> {
-  const c = src.customer;
-  const state = consentState(c);
-  const legacy = c?.accepts_marketing;
-  const address = src.addresses.map(obj).find((a) => a !== null && (str(a.city) ?? str(a.country_code)) !== null) ?? null;
+function allProperties(src: ContactSource): Partial<Record<ContactProperty | 'currency', unknown>> {
+  const p = src.profile;
+  const state = consentState(p);
+  const legacy = p?.emailConsent?.value.accepts ?? null;
+  const fallback = src.addresses.map(obj).find((a) => a !== null && (str(a.city) ?? str(a.country_code)) !== null) ?? null;
+  const address = p?.address?.value ?? {
+    city: str(fallback?.city),
+    countryCode: str(fallback?.country_code)?.toUpperCase() ?? null,
+    provinceCode: str(fallback?.province_code)?.toUpperCase() ?? null,
+  };
+  const purchases = p?.purchases?.value;
+  const tagsKnown = p !== null && (p.tagsAt !== null || Object.keys(p.tags).length > 0);
   return {
-    first_name: str(c?.first_name) ?? str(src.nameFallback?.first_name),
-    last_name: str(c?.last_name) ?? str(src.nameFallback?.last_name),
-    phone: str(c?.phone),
-    shopify_customer_id: objectId(c),
+    first_name: p?.name?.value.firstName ?? str(src.nameFallback?.first_name),
+    last_name: p?.name?.value.lastName ?? str(src.nameFallback?.last_name),
+    phone: p?.phone?.value ?? null,
+    shopify_customer_id: p?.customerId ?? null,
     email_marketing_state: state,
-    accepts_marketing: state !== null ? state === 'subscribed' : typeof legacy === 'boolean' ? legacy : null,
-    tags: c ? splitTags(c.tags) : null,
-    city: str(address?.city),
-    country_code: str(address?.country_code)?.toUpperCase() ?? null,
+    accepts_marketing: state !== null ? state === 'subscribed' : legacy,
+    tags: tagsKnown ? currentTags(p) : null,
+    city: address.city,
+    country_code: address.countryCode,
+    orders_count: purchases?.ordersCount ?? null,
+    total_spent: purchases?.totalSpent ?? null,
+    currency: purchases?.totalSpent != null ? purchases.currency : null,
+    first_order_at: p?.firstOrderAt ?? null,
+    last_order_at: p?.lastOrderAt ?? null,
+    locale: p?.locale?.value ?? null,
+    sms_marketing_state: p?.smsConsent?.value.state ?? null,
+    province_code: address.provinceCode,
   };
 }
+
+/** Keys sent with a selected property: the currency of total_spent. */
+const COMPANIONS: Partial<Record<ContactProperty, 'currency'>> = { total_spent: 'currency' };
 
 /**
  * The contact properties to send as top-level keys, as the merchant selected them.
@@ -80,25 +100,37 @@ export function contactProperties(src: ContactSource, settings: Settings): Recor
   const all = allProperties(src);
   const out: Record<string, unknown> = {};
   for (const key of CONTACT_PROPERTIES) {
-    const v = all[key];
-    if (settings.contact_properties[key] && v !== null && v !== undefined) out[key] = v;
+    if (!settings.contact_properties[key]) continue;
+    for (const k of [key, COMPANIONS[key]]) {
+      const v = k === undefined ? undefined : all[k];
+      if (v !== null && v !== undefined) out[k!] = v;
+    }
   }
   return out;
 }
 
 /**
- * Contact properties from an order or a checkout: the customer first, the billing name and the
- * default, shipping and billing addresses as fallbacks.
+ * Contact properties from an order or a checkout: the customer's profile first, the billing name
+ * and the shipping and billing addresses as fallbacks.
  */
-export function purchaseContact(purchase: Obj, customer: Obj | null, settings: Settings): Record<string, unknown> {
+export function purchaseContact(purchase: Obj, profile: CustomerProfile | null, settings: Settings): Record<string, unknown> {
   return contactProperties(
-    {
-      customer,
-      nameFallback: obj(purchase.billing_address),
-      addresses: [obj(customer?.default_address), obj(purchase.shipping_address), obj(purchase.billing_address)],
-    },
+    { profile, nameFallback: obj(purchase.billing_address), addresses: [obj(purchase.shipping_address), obj(purchase.billing_address)] },
     settings,
   );
+}
+
+/**
+ * The customer's remembered properties for an event that names the customer but does not describe
+ * them (a refund, a shipment): only when the event goes to the customer's own address.
+ */
+export function profileContact(
+  profile: CustomerProfile | null | undefined,
+  email: string | null,
+  settings: Settings,
+): Record<string, unknown> {
+  if (!profile || (profile.email !== null && profile.email.value !== email)) return {};
+  return contactProperties({ profile, addresses: [] }, settings);
 }
 
 /**

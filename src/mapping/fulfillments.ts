@@ -8,7 +8,7 @@
 // derived source id `fulfillment:<id>:<event_name>`, whatever order the webhooks arrive in.
 import type { EventName } from '../settings/settings';
 import { assemble, ignored, type Draft } from './build';
-import { chooseEmail } from './contact';
+import { chooseEmail, profileContact } from './contact';
 import { lineItems, lineItemsAttribute, listAttribute, MAX_LIST_ENTRIES, type LineItem } from './items';
 import { arr, firstIso, id, iso, obj, objectId, str, type Obj } from './read';
 import type { MapInput, MapOutput, StoredFulfillment } from './types';
@@ -215,7 +215,7 @@ export function mapFulfillment(input: MapInput): MapOutput {
       customerId: order?.customerId ?? null,
       checkoutToken: null,
       orderId: state.orderId,
-      contact: {},
+      contact: profileContact(input.profile, state.email, input.settings),
     },
     drafts,
     { fulfillmentState: state, whenEmpty: skipped[0] ?? due.reason },

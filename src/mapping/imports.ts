@@ -3,7 +3,9 @@
 // so an imported order carries exactly the event_attribute of order_placed (plus historical).
 // Pure: no I/O, no clock but ctx.now.
 import type { Settings } from '../settings/settings';
-import { chooseEmail, contactProperties, customerFor } from './contact';
+import { chooseEmail, contactProperties, customerFor, purchaseContact } from './contact';
+import { purchaseFacts, restCustomerFacts } from './customer-facts';
+import { emptyProfile, mergeFacts, type CustomerFacts, type CustomerProfile } from './profile';
 import { lineItemIds, type ProductLookup } from './items';
 import { orderAttributes } from './orders';
 import { arr, firstIso, int, obj, str, type Obj } from './read';
@@ -18,9 +20,17 @@ export interface ImportContext {
   now: Date;
   /** Product images and links of the line items, looked up before mapping. */
   products?: ProductLookup;
+  /** The stored profile of a customer, read before mapping (null: none). */
+  profile?: (customerId: string) => CustomerProfile | null;
+  /**
+   * When the bulk operation was asked for: the time of the facts it gives (a consent keeps its
+   * own). A live fact after it is newer and wins. Defaults to `now`.
+   */
+  factsAt?: string;
 }
 
-export type ImportResult = { message: NewMessage } | { skipped: string };
+/** The message to queue, or why none; and the customer's profile with the import's facts merged in. */
+export type ImportResult = ({ message: NewMessage } | { skipped: string }) & { profile?: CustomerProfile };
 
 const GID = /^gid:\/\/shopify\/[A-Za-z]+\/(\d+)(?:\?.*)?$/;
 
@@ -75,6 +85,11 @@ export function restCustomer(c: Obj): Obj {
   const address = obj(c.defaultEmailAddress);
   const legacy = obj(c.emailMarketingConsent);
   const state = lower(address?.marketingState) ?? lower(legacy?.marketingState);
+  const phone = obj(c.defaultPhoneNumber);
+  // 2026-10: smsMarketingConsent on the phone number; the flat fields before it
+  const sms = obj(phone?.smsMarketingConsent);
+  const smsState =
+    lower(sms?.state) ?? lower(sms?.marketingState) ?? lower(phone?.marketingState) ?? lower(obj(c.smsMarketingConsent)?.marketingState);
   return {
     id: legacyId(c.id),
     email: str(address?.emailAddress) ?? str(c.email),
@@ -89,6 +104,14 @@ export function restCustomer(c: Obj): Obj {
           consent_updated_at: address?.marketingUpdatedAt ?? legacy?.consentUpdatedAt ?? null,
         }
       : null,
+    sms_marketing_consent: smsState
+      ? {
+          state: smsState,
+          opt_in_level: lower(sms?.optInLevel) ?? lower(sms?.marketingOptInLevel) ?? lower(phone?.marketingOptInLevel),
+          consent_updated_at: sms?.updatedAt ?? sms?.consentUpdatedAt ?? phone?.marketingUpdatedAt ?? null,
+        }
+      : null,
+    locale: c.locale ?? null,
     default_address: restAddress(c.defaultAddress),
     orders_count: int(c.numberOfOrders),
     total_spent: amountOf(c.amountSpent),
@@ -141,6 +164,7 @@ export function restOrder(o: Obj, lineItems: Obj[]): Obj {
     total_discounts: amountOf(o.totalDiscountsSet),
     discount_codes: arr(o.discountCodes).map((code) => ({ code })),
     order_status_url: o.statusPageUrl ?? null,
+    customer_locale: o.customerLocale ?? null,
     customer: obj(o.customer) ? restCustomer(obj(o.customer)!) : null,
     shipping_address: restAddress(o.shippingAddress),
     billing_address: restAddress(o.billingAddress),
@@ -176,15 +200,30 @@ function message(
   return out;
 }
 
+/** The customer a bulk line names (a customer, or an order's customer): its profile is read before mapping. */
+export function importedCustomerId(kind: 'customers' | 'orders', line: Obj): string | null {
+  return legacyId(kind === 'customers' ? line.id : obj(line.customer)?.id);
+}
+
+/** The customer's stored profile with the import's facts merged in. */
+function importedProfile(ctx: ImportContext, customerId: string, facts: CustomerFacts): CustomerProfile {
+  return mergeFacts(ctx.profile?.(customerId) ?? emptyProfile(customerId), facts);
+}
+
 /** One customer line of the bulk file → customer_imported (or its configured name). */
 export function mapImportedCustomer(line: Obj, ctx: ImportContext): ImportResult {
   const c = restCustomer(line);
   const id = str(c.id);
   if (id === null) return { skipped: 'not a customer' };
+  const facts = restCustomerFacts(c, ctx.factsAt ?? ctx.now.toISOString());
+  const lastOrderAt = firstIso(obj(line.lastOrder)?.createdAt);
+  if (lastOrderAt !== null) facts.orderAt = lastOrderAt;
+  const profile = importedProfile(ctx, id, facts);
   const { email, unusable } = chooseEmail(c.email);
-  if (email === null) return { skipped: unusable ? 'not a valid email address' : 'no email on the customer' };
-  const contact = contactProperties({ customer: c, addresses: [obj(c.default_address)] }, ctx.settings);
+  if (email === null) return { skipped: unusable ? 'not a valid email address' : 'no email on the customer', profile };
+  const contact = contactProperties({ profile, addresses: [] }, ctx.settings);
   return {
+    profile,
     message: message(ctx, {
       sourceId: importSourceId('customer', id),
       eventName: ctx.settings.import_event_names.customer_imported,
@@ -209,24 +248,22 @@ export function mapImportedOrder(line: Obj, lineItems: Obj[], ctx: ImportContext
   const id = str(order.id);
   if (id === null) return { skipped: 'not an order' };
   const rawCustomer = obj(order.customer);
+  const customerId = legacyId(rawCustomer?.id);
+  const profile =
+    rawCustomer && customerId !== null
+      ? importedProfile(ctx, customerId, purchaseFacts(order, rawCustomer, new Date(ctx.factsAt ?? ctx.now), true))
+      : undefined;
   const { email, unusable } = chooseEmail(order.email, order.contact_email, rawCustomer?.email);
-  if (email === null) return { skipped: unusable ? 'not a valid email address' : 'no email on the order' };
-  const customer = customerFor(email, rawCustomer);
-  const contact = contactProperties(
-    {
-      customer,
-      nameFallback: obj(order.billing_address),
-      addresses: [obj(customer?.default_address), obj(order.shipping_address), obj(order.billing_address)],
-    },
-    ctx.settings,
-  );
+  if (email === null) return { skipped: unusable ? 'not a valid email address' : 'no email on the order', profile };
+  const contact = purchaseContact(order, customerFor(email, rawCustomer) ? (profile ?? null) : null, ctx.settings);
   return {
+    profile,
     message: message(ctx, {
       sourceId: importSourceId('order', id),
       eventName: ctx.settings.import_event_names.order_imported,
       topic: IMPORT_TOPIC.orders,
       email,
-      customerId: legacyId(rawCustomer?.id),
+      customerId,
       orderId: id,
       occurredAt: firstIso(order.created_at, order.processed_at) ?? ctx.now.toISOString(),
       contact,

@@ -2,6 +2,7 @@
 import type { EventName } from '../settings/settings';
 import { assemble, ignored, type Draft, type Subject } from './build';
 import { chooseEmail, customerFor, purchaseContact } from './contact';
+import { purchaseProfile } from './customer-facts';
 import { lineItems, lineItemsAttribute, listAttribute, MAX_LIST_ENTRIES, type ProductLookup } from './items';
 import { arr, firstIso, int, key, money, obj, objectId, objs, str, type Obj } from './read';
 import type { MapInput, MapOutput, StoredOrder } from './types';
@@ -31,17 +32,19 @@ export function orderSummaryOf(payload: unknown, products?: ProductLookup): Stor
   };
 }
 
-/** What every order mapper hands back besides its events: the summary to store. */
-function summaryOf(order: Obj, products?: ProductLookup): Pick<MapOutput, 'orderSummary'> {
-  const summary = orderSummaryOf(order, products);
-  return summary ? { orderSummary: summary } : {};
+/** What every order mapper hands back besides its events: the summary and the customer's profile to store. */
+function summaryOf(order: Obj, input: MapInput): Pick<MapOutput, 'orderSummary' | 'profile'> {
+  const summary = orderSummaryOf(order, input.products);
+  const profile = purchaseProfile(order, input, true);
+  return { ...(summary ? { orderSummary: summary } : {}), ...(profile ? { profile } : {}) };
 }
 
 function subjectOf(order: Obj, input: MapInput): Subject {
   const rawCustomer = obj(order.customer);
   const { email, unusable } = orderEmail(order);
-  const customer = customerFor(email, rawCustomer);
-  const contact = purchaseContact(order, customer, input.settings);
+  // the customer's properties only when the order's address is theirs
+  const profile = customerFor(email, rawCustomer) ? purchaseProfile(order, input, true) : null;
+  const contact = purchaseContact(order, profile, input.settings);
   return {
     email,
     unusableEmail: unusable,
@@ -86,7 +89,7 @@ function single(input: MapInput, order: Obj, eventName: EventName, occurredAt: s
     occurredAt,
     attributes: { ...orderAttributes(order, input.products), ...extra },
   };
-  return assemble(input, subjectOf(order, input), [draft], summaryOf(order, input.products));
+  return assemble(input, subjectOf(order, input), [draft], summaryOf(order, input));
 }
 
 function orderOf(input: MapInput): Obj | null {
@@ -118,7 +121,7 @@ export function mapOrderCreated(input: MapInput): MapOutput {
   const drafts: Draft[] = [{ eventName: 'order_placed', sourceId: input.webhookId, occurredAt, attributes }, ...perItem];
   const cancel = subject.checkoutToken !== null || subject.email !== null;
   const extra = cancel ? { cancelAbandoned: { checkoutToken: subject.checkoutToken, email: subject.email } } : {};
-  return assemble(input, subject, drafts, { ...extra, ...summaryOf(order, input.products) });
+  return assemble(input, subject, drafts, { ...extra, ...summaryOf(order, input) });
 }
 
 export function mapOrderPaid(input: MapInput): MapOutput {

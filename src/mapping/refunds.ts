@@ -1,6 +1,6 @@
 // refunds/create → order_refunded. The refund payload names its order but carries no email.
 import { assemble, ignored } from './build';
-import { chooseEmail } from './contact';
+import { chooseEmail, profileContact } from './contact';
 import { firstIso, id, money, obj, objectId, objs, str, sumMoney, type Obj } from './read';
 import type { MapInput, MapOutput } from './types';
 
@@ -37,10 +37,10 @@ export function mapRefundCreated(input: MapInput): MapOutput {
       email,
       unusableEmail: unusable,
       noEmail: 'no email on the refund',
-      customerId: objectId(customer),
+      customerId: objectId(customer) ?? input.order?.customerId ?? null,
       checkoutToken: null,
       orderId,
-      contact: {},
+      contact: profileContact(input.profile, email, input.settings),
     },
     [
       {

@@ -1,6 +1,7 @@
 // The contract between the pure mappers and the intake transaction that stores their output.
 import type { Settings } from '../settings/settings';
 import type { LineItem, ProductLookup } from './items';
+import type { CustomerProfile } from './profile';
 
 /**
  * What we keep about an order (stored from every orders/* webhook), so that topics that name an
@@ -53,8 +54,13 @@ export interface MapInput {
   /** occurred_at fallback and the clock for runAt. */
   receivedAt: Date;
   settings: Settings;
-  /** What we last stored for this customer (customers/* topics); null if never seen. */
-  customerState?: { digest: string; consentState: string | null } | null;
+  /**
+   * What the app remembers of the customer the payload names (profile.ts): null if never seen,
+   * absent when the payload names no customer.
+   */
+  profile?: CustomerProfile | null;
+  /** X-Shopify-Triggered-At: the time of a fact whose payload carries none. */
+  triggeredAt?: Date | null;
   /**
    * refunds/create carries no email: the intake looks up the email of the last order message
    * it stored for payload.order_id and passes it here. The shipping topics use it as a last
@@ -118,6 +124,11 @@ export interface NewMessage {
   body: SendEventBody;
   /** Set when the message is recorded as skipped (never sent), with the reason for the log. */
   skip?: { kind: SkipKind; reason: string };
+  /**
+   * A deferred customer_updated (customers.ts): one waits per customer at a time, later changes
+   * refresh its body, and an event for the customer that carries its properties first cancels it.
+   */
+  coalesce?: boolean;
 }
 
 export interface MapOutput {
@@ -129,8 +140,8 @@ export interface MapOutput {
   upserts: NewMessage[];
   /** Cancel queued checkout_abandoned messages with this token or email. */
   cancelAbandoned?: { checkoutToken: string | null; email: string | null };
-  /** New state to store for the customer (customers/create|update). */
-  customerState?: { customerId: string; digest: string; consentState: string | null };
+  /** The customer's profile with this payload's facts merged in: store it, and hand it to the next receipt about them. */
+  profile?: CustomerProfile;
   /**
    * New state to store for the fulfillment (fulfillments/*, fulfillment_events/create), `sent`
    * updated. Store it in the same transaction as the messages, and hand it to the next webhook

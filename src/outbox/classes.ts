@@ -43,6 +43,7 @@ export const CLASS_OF_EVENT: Record<EventName | 'connector_test' | 'contact_dele
   customer_created: 'triggers',
   customer_updated: 'triggers',
   email_subscribed: 'triggers',
+  email_changed: 'triggers',
   // signals in bulk: the noisiest, and the least valuable when late
   viewed_product: 'behaviour',
   added_to_cart: 'behaviour',

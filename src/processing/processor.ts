@@ -469,7 +469,15 @@ function parse(p: PendingReceipt): Parsed {
     const payload = parseWebhookBody(p.body ?? '');
     return {
       kind: p.kind,
-      receipt: { id: p.id, webhookId: p.webhookId, shopDomain: p.shopDomain, topic: p.topic, receivedAt: p.receivedAt, payload },
+      receipt: {
+        id: p.id,
+        webhookId: p.webhookId,
+        shopDomain: p.shopDomain,
+        topic: p.topic,
+        receivedAt: p.receivedAt,
+        triggeredAt: p.triggeredAt,
+        payload,
+      },
     };
   } catch {
     return { kind: p.kind, rejected: { id: p.id, outcome: 'rejected', reason: 'the body is not JSON', messageCount: 0, customerId: null } };

@@ -15,6 +15,7 @@ export const EVENT_DEFAULTS = {
   customer_updated: true,
   email_subscribed: true,
   email_unsubscribed: true,
+  email_changed: true,
   product_ordered: false,
   order_shipped: true,
   shipment_out_for_delivery: true,
@@ -41,6 +42,15 @@ export const CONTACT_PROPERTY_DEFAULTS = {
   tags: true,
   city: true,
   country_code: true,
+  // from Shopify's purchasing-summary, consent and order topics, remembered per customer
+  // (src/mapping/profile.ts); total_spent goes with its currency
+  orders_count: true,
+  total_spent: true,
+  first_order_at: true,
+  last_order_at: true,
+  locale: true,
+  sms_marketing_state: true,
+  province_code: true,
 } as const;
 
 export type ContactProperty = keyof typeof CONTACT_PROPERTY_DEFAULTS;

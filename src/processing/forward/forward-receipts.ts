@@ -1,7 +1,7 @@
 // Stage 2 for the forwarded topics: a batch of receipts, in arrival order, becomes a write plan.
 // State is read once per batch (ForwardStore), then each receipt is mapped in order against
-// that state as the earlier receipts of the batch left it: a customers/update sees the digest
-// an earlier one in the batch stored, a checkout sees an order that came before it, an order
+// that state as the earlier receipts of the batch left it: a customers/update sees the profile
+// an earlier one in the batch merged, a checkout sees an order that came before it, an order
 // cancels an abandonment that came before it. Nothing is written here; the processor applies
 // the plan and marks the receipts in one transaction.
 import { lookupKeys, mapWebhook, type MapOutput, type NewMessage, type StoredFulfillment, type StoredOrder } from '../../mapping';
@@ -9,7 +9,9 @@ import { lineItemIds, type ProductLookup } from '../../mapping/items';
 import { obj } from '../../mapping/read';
 import type { DueEntry } from '../../outbox/due';
 import { parseStoredSettings, type Settings } from '../../settings/settings';
+import { storedProfile, type CustomerProfile } from '../../mapping/profile';
 import { emptyPlan, keyOf, type ExistingMessage, type ForwardStore, type ShopRow, type WritePlan } from './forward-store';
+import { CustomerUpdates } from './customer-updates';
 import { LoopBudget } from '../loop-budget';
 import type { ReceiptOutcome } from '../../intake/receipt-store';
 import { toRow } from '../../outbox/store-messages';
@@ -20,6 +22,8 @@ export interface ParsedReceipt {
   shopDomain: string;
   topic: string;
   receivedAt: Date;
+  /** X-Shopify-Triggered-At, when the webhook carried it. */
+  triggeredAt?: Date | null;
   payload: unknown;
 }
 
@@ -78,18 +82,36 @@ export function createForwardReceipts(deps: ForwardDeps) {
   return async function forwardReceipts(items: ParsedReceipt[]): Promise<ForwardResult> {
     const shops = await store.shops([...new Set(items.map((i) => i.shopDomain))]);
     const keyed = items.map((r) => ({ r, keys: lookupKeys(r.topic, r.payload), shop: shops.get(r.shopDomain) }));
-    const need = { digests: new Set<string>(), orders: new Set<string>(), fulfillments: new Set<string>() };
+    const need = { profiles: new Set<string>(), orders: new Set<string>(), fulfillments: new Set<string>() };
     for (const { keys, shop } of keyed) {
       if (!shop) continue;
-      if (keys.customerId) need.digests.add(keyOf(shop.id, keys.customerId));
+      if (keys.customerId) need.profiles.add(keyOf(shop.id, keys.customerId));
       if (keys.orderId) need.orders.add(keyOf(shop.id, keys.orderId));
       if (keys.fulfillmentId) need.fulfillments.add(keyOf(shop.id, keys.fulfillmentId));
     }
-    const [digests, orders, fulfillments] = await Promise.all([
-      store.digests(need.digests),
+    const [profiles, orders, fulfillments] = await Promise.all([
+      store.profiles(need.profiles),
       store.orders(need.orders),
       store.fulfillments(need.fulfillments),
     ]);
+    // a refund or a shipment names its customer only through its stored order
+    const customerOf = new Map<(typeof keyed)[number], string>();
+    const more = new Set<string>();
+    for (const item of keyed) {
+      if (!item.shop) continue;
+      const id = item.keys.customerId ?? (item.keys.orderId ? orders.get(keyOf(item.shop.id, item.keys.orderId))?.customerId : null);
+      if (!id) continue;
+      const k = keyOf(item.shop.id, id);
+      customerOf.set(item, k);
+      if (!need.profiles.has(k)) more.add(k);
+    }
+    const [moreProfiles, pendingOfCustomers] = await Promise.all([
+      store.profiles(more),
+      store.pendingCustomerMessages(new Set(customerOf.values())),
+    ]);
+    for (const [k, p] of moreProfiles) profiles.set(k, p);
+    const storedProfiles = new Map([...profiles].map(([k, p]) => [k, JSON.stringify(p)]));
+    const updates = new CustomerUpdates(pendingOfCustomers);
     const missingOrders = new Set([...need.orders].filter((k) => !orders.has(k)));
     const legacyEmails = missingOrders.size ? await store.orderEmailsFromMessages(missingOrders) : new Map<string, string>();
     const products = await lookupProducts(keyed);
@@ -97,12 +119,13 @@ export function createForwardReceipts(deps: ForwardDeps) {
     const plan = emptyPlan();
     const outcomes: ReceiptOutcome[] = [];
     const batches = new Map<string, ShopBatch>();
-    const changed = { digests: new Set<string>(), orders: new Set<string>(), fulfillments: new Set<string>() };
+    const changed = { profiles: new Set<string>(), orders: new Set<string>(), fulfillments: new Set<string>() };
     // the mappers are pure and synchronous: the event loop turns between receipts once mapping
     // has taken a while, so a batch of huge orders does not hold it
     const budget = new LoopBudget();
 
-    for (const { r, keys, shop } of keyed) {
+    for (const item of keyed) {
+      const { r, keys, shop } = item;
       await budget.step();
       const outcome: ReceiptOutcome = { id: r.id, outcome: 'ignored', reason: null, messageCount: 0, customerId: null };
       outcomes.push(outcome);
@@ -129,10 +152,9 @@ export function createForwardReceipts(deps: ForwardDeps) {
         };
         batches.set(shop.id, b);
       }
-      const dk = keys.customerId ? keyOf(shop.id, keys.customerId) : null;
+      const ck = customerOf.get(item);
       const ok = keys.orderId ? keyOf(shop.id, keys.orderId) : null;
       const fk = keys.fulfillmentId ? keyOf(shop.id, keys.fulfillmentId) : null;
-      const digest = dk ? digests.get(dk) : undefined;
       const order = ok ? (orders.get(ok) ?? null) : undefined;
       const out: MapOutput = mapWebhook({
         topic: r.topic,
@@ -140,8 +162,9 @@ export function createForwardReceipts(deps: ForwardDeps) {
         webhookId: r.webhookId,
         shopDomain: r.shopDomain,
         receivedAt: r.receivedAt,
+        triggeredAt: r.triggeredAt ?? null,
         settings: b.settings,
-        customerState: dk ? (digest ? { digest: digest.digest, consentState: digest.consentState } : null) : undefined,
+        profile: ck ? (profiles.get(ck) ?? null) : undefined,
         orderEmail: ok ? (order?.email ?? legacyEmails.get(ok) ?? null) : null,
         order,
         fulfillment: fk ? (fulfillments.get(fk) ?? null) : undefined,
@@ -152,8 +175,8 @@ export function createForwardReceipts(deps: ForwardDeps) {
       remember(out, shop.id);
       if (out.cancelAbandoned) cancel(b, out.cancelAbandoned);
       let count = 0;
-      for (const m of out.messages) count += propose(b, m, false, r.id);
-      for (const m of out.upserts) count += propose(b, m, true, r.id);
+      for (const m of out.messages) count += m.coalesce ? deferred(b, m, r.id) : propose(b, m, false, r.id, updates);
+      for (const m of out.upserts) count += propose(b, m, true, r.id, updates);
       outcome.outcome = out.ignored ? 'ignored' : 'accepted';
       outcome.reason = out.ignored ?? null;
       outcome.messageCount = count;
@@ -162,11 +185,15 @@ export function createForwardReceipts(deps: ForwardDeps) {
     const due: DueEntry[] = [];
     const known = await settleReads([...batches.values()], store);
     for (const b of batches.values()) settle(b, known, plan, due);
-    for (const k of changed.digests) {
-      const [shopId, customerId] = k.split('\u0000') as [string, string];
-      const d = digests.get(k)!;
-      plan.digests.push({ shopId, customerId, digest: d.digest, consentState: d.consentState });
+    const changedProfiles: Array<{ shopId: string; profile: CustomerProfile; settings: Settings }> = [];
+    for (const k of changed.profiles) {
+      const profile = profiles.get(k)!;
+      if (storedProfiles.get(k) === JSON.stringify(profile)) continue;
+      const shopId = k.split('\u0000')[0]!;
+      plan.profiles.push(storedProfile(shopId, profile));
+      changedProfiles.push({ shopId, profile, settings: batches.get(shopId)?.settings ?? parseStoredSettings(null) });
     }
+    updates.settle(plan, changedProfiles);
     for (const k of changed.orders) plan.orders.push({ shopId: k.split('\u0000')[0]!, order: orders.get(k)! });
     for (const k of changed.fulfillments) plan.fulfillments.push({ shopId: k.split('\u0000')[0]!, state: fulfillments.get(k)! });
     return { outcomes, plan, due, shops: new Set(due.map((d) => d.shopId)) };
@@ -187,12 +214,23 @@ export function createForwardReceipts(deps: ForwardDeps) {
       return new Map(found);
     }
 
+    /** A deferred customer_updated: a new candidate, or a refresh of the one the customer has waiting. */
+    function deferred(b: ShopBatch, m: NewMessage, receipt: number): number {
+      if (!updates.coalesce(b.shop.id, m)) return 0;
+      const cand: Candidate = { message: m, upsert: false, receipt, cancelled: false, orderedInBatch: false };
+      b.candidates.set(m.sourceId, cand);
+      updates.proposed(b.shop.id, m, () => {
+        cand.cancelled = true;
+      });
+      return 1;
+    }
+
     /** What the mapper asks to store becomes the state later receipts of the batch see. */
     function remember(out: MapOutput, shopId: string): void {
-      if (out.customerState) {
-        const k = keyOf(shopId, out.customerState.customerId);
-        digests.set(k, { digest: out.customerState.digest, consentState: out.customerState.consentState });
-        changed.digests.add(k);
+      if (out.profile) {
+        const k = keyOf(shopId, out.profile.customerId);
+        profiles.set(k, out.profile);
+        changed.profiles.add(k);
       }
       if (out.orderSummary) {
         const k = keyOf(shopId, out.orderSummary.orderId);
@@ -226,8 +264,9 @@ function cancel(b: ShopBatch, c: { checkoutToken: string | null; email: string |
 }
 
 /** Adds a message of the batch; returns 1 when it may be sent (a new event, or newer activity). */
-function propose(b: ShopBatch, m: NewMessage, upsert: boolean, receipt: number): number {
+function propose(b: ShopBatch, m: NewMessage, upsert: boolean, receipt: number, updates: CustomerUpdates): number {
   const cur = b.candidates.get(m.sourceId);
+  updates.sent(b.shop.id, m);
   if (!upsert) {
     if (cur) return 0; // the same event twice in one batch: the first one stands
     b.candidates.set(m.sourceId, { message: m, upsert, receipt, cancelled: false, orderedInBatch: false });
@@ -286,6 +325,8 @@ function settle(b: ShopBatch, known: Known, plan: WritePlan, due: DueEntry[]): v
 
   for (const c of b.candidates.values()) {
     const m = c.message;
+    // a deferred customer_updated that a later event of the batch carried: never stored
+    if (m.coalesce && c.cancelled) continue;
     const row = toRow(m, opts);
     const prior = known.existing.get(keyOf(shopId, m.sourceId));
     if (prior) {

@@ -1,5 +1,5 @@
 // What stage 2 reads and writes for the forwarded topics, set-based: one query per kind of
-// state per batch (shops, customer digests, order summaries, fulfillments, existing messages,
+// state per batch (shops, customer profiles, order summaries, fulfillments, existing messages,
 // orders of abandoned checkouts), and one write transaction per batch (see write()).
 import { Prisma } from '@prisma/client';
 import { dialectOf } from '../../db/dialects';
@@ -9,6 +9,9 @@ import { driverQueries, type SqlTx } from '../../db/transaction';
 import { prepare, rawDate, type RawStatement, type StatementBuilder } from '../../db/raw';
 import { Sql } from '../../db/sql';
 import type { StoredFulfillment, StoredOrder } from '../../mapping';
+import { mergeStored, profileOfRow, type CustomerProfile, type StoredProfile } from '../../mapping/profile';
+import { mergeProfileRows, readProfileRows } from '../../db/customer-profiles';
+import { HISTORY } from '../../outbox/classes';
 import { STOREFRONT_ABANDONMENTS } from '../storefront/store';
 import { insertMessages } from '../../outbox/store-messages';
 
@@ -22,6 +25,15 @@ export interface ShopRow {
   settings: { data: string } | null;
   /** The scopes of the shop's offline session (null: none stored), read with the shop. */
   scope: string | null;
+}
+
+/** A pending message that follows its customer's profile (ForwardStore.pendingCustomerMessages). */
+export interface PendingCustomerMessage {
+  id: number;
+  /** A deferred customer_updated; else a historical import. */
+  deferred: boolean;
+  email: string | null;
+  body: string;
 }
 
 export interface ExistingMessage {
@@ -54,7 +66,10 @@ export interface WritePlan {
   /** Skipped messages whose event now has a usable address: they take the new version. */
   replacements: Array<{ id: number; row: Prisma.OutboxMessageCreateManyInput }>;
   inserts: Prisma.OutboxMessageCreateManyInput[];
-  digests: Array<{ shopId: string; customerId: string; digest: string; consentState: string | null }>;
+  /** Customer profiles this batch changed, merged at commit with the rows as they are then. */
+  profiles: StoredProfile[];
+  /** Pending messages whose contact properties (or deferred customer_updated body) are rewritten, or that are cancelled. */
+  customerMessages: Array<{ id: number; body: string; email: string | null } | { id: number; cancel: string }>;
   orders: Array<{ shopId: string; order: StoredOrder }>;
   fulfillments: Array<{ shopId: string; state: StoredFulfillment }>;
 }
@@ -64,7 +79,8 @@ export const emptyPlan = (): WritePlan => ({
   abandonmentUpdates: [],
   replacements: [],
   inserts: [],
-  digests: [],
+  profiles: [],
+  customerMessages: [],
   orders: [],
   fulfillments: [],
 });
@@ -120,12 +136,45 @@ export class ForwardStore {
     );
   }
 
-  async digests(keys: Set<string>): Promise<Map<string, { digest: string; consentState: string | null }>> {
+  /** The stored profiles of these customers (keys: shop id and customer id). */
+  async profiles(keys: Set<string>): Promise<Map<string, CustomerProfile>> {
     if (keys.size === 0) return new Map();
-    const rows = await this.reads.$queryRaw<Array<{ shopId: string; customerId: string; digest: string; consentState: string | null }>>(
-      Prisma.sql`SELECT "shopId", "customerId", "digest", "consentState" FROM "CustomerDigest" WHERE ${whereKeys(keys, 'customerId')}`,
-    );
-    return new Map(rows.map((r) => [keyOf(r.shopId, r.customerId), { digest: r.digest, consentState: r.consentState }]));
+    const rows = await readProfileRows(this.reads, this.provider, byShop(keys));
+    return new Map(rows.map((r) => [keyOf(r.shopId, r.customerId), profileOfRow(r)]));
+  }
+
+  /**
+   * The customers' pending messages whose content follows their profile: a deferred
+   * customer_updated (source id `profile:…`), and historical imports, whose contact properties
+   * must never be older than the live ones when they finally go.
+   */
+  async pendingCustomerMessages(keys: Set<string>): Promise<Map<string, PendingCustomerMessage[]>> {
+    if (keys.size === 0) return new Map();
+    const rows = await this.reads.$queryRaw<
+      Array<{
+        id: number | bigint;
+        shopId: string;
+        customerId: string;
+        sourceId: string;
+        deliveryClass: number | bigint;
+        email: string | null;
+        body: string;
+      }>
+    >(Prisma.sql`SELECT "id", "shopId", "customerId", "sourceId", "deliveryClass", "email", "body" FROM "OutboxMessage"
+      WHERE (${whereKeys(keys, 'customerId')}) AND "status" IN ('queued', 'held')
+        AND (("eventName" = 'customer_updated' AND "sourceId" LIKE 'profile:%') OR "deliveryClass" = ${HISTORY})`);
+    const out = new Map<string, PendingCustomerMessage[]>();
+    for (const r of rows) {
+      const k = keyOf(r.shopId, r.customerId);
+      const m: PendingCustomerMessage = {
+        id: Number(r.id),
+        deferred: Number(r.deliveryClass) !== HISTORY,
+        email: r.email,
+        body: r.body,
+      };
+      out.set(k, [...(out.get(k) ?? []), m]);
+    }
+    return out;
   }
 
   async orders(keys: Set<string>): Promise<Map<string, StoredOrder>> {
@@ -231,15 +280,18 @@ export class ForwardStore {
     }
     await insertMessages(tx, this.provider, plan.inserts, now);
     // state rows: one upsert per kind, whatever the number of shops
-    if (plan.digests.length) {
-      await upsert(
-        tx,
-        'CustomerDigest',
-        ['shopId', 'customerId'],
-        ['digest', 'consentState', 'updatedAt'],
-        plan.digests.map((d) => [d.shopId, d.customerId, d.digest, d.consentState, this.sql.ts(now)]),
-      );
+    for (const c of plan.customerMessages) {
+      if ('cancel' in c) {
+        await tx.$executeRaw(
+          Prisma.sql`UPDATE "OutboxMessage" SET ${stamped({ status: 'cancelled', lastError: c.cancel })} WHERE "id" = ${c.id} AND ${stillPending}`,
+        );
+      } else {
+        await tx.$executeRaw(
+          Prisma.sql`UPDATE "OutboxMessage" SET ${stamped({ body: c.body, email: c.email })} WHERE "id" = ${c.id} AND ${stillPending}`,
+        );
+      }
     }
+    await mergeProfileRows(tx, this.provider, plan.profiles, mergeStored, now);
     if (plan.orders.length) {
       await upsert(
         tx,

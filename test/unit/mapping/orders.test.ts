@@ -47,6 +47,13 @@ const JANE = {
   tags: ['VIP', 'newsletter'],
   city: 'Portland',
   country_code: 'US',
+  // the order's own facts about its customer: this order, the buyer's locale, and what the older
+  // API version's embedded customer still carries
+  first_order_at: '2026-11-04T19:32:07.000Z',
+  last_order_at: '2026-11-04T19:32:07.000Z',
+  locale: 'en-US',
+  sms_marketing_state: 'not_subscribed',
+  province_code: 'OR',
 };
 const ORDER_1042 = {
   order_id: '820982911946154508',
@@ -166,6 +173,11 @@ describe('orders/create', () => {
         'first_name',
         'last_name',
         'shopify_customer_id',
+        'first_order_at',
+        'last_order_at',
+        'locale',
+        'sms_marketing_state',
+        'province_code',
       ].sort(),
     );
   });
@@ -200,6 +212,8 @@ describe('orders/paid', () => {
       upserts: [],
       customerId: '9007199254740993',
       orderSummary: orderSummaryOf(fixture('orders-paid')),
+      // the customer's facts are kept even when the event is off
+      profile: expect.objectContaining({ customerId: '9007199254740993', lastOrderAt: expect.any(String) }),
     });
   });
 });

@@ -87,6 +87,11 @@ describe('lookupKeys', () => {
       orderId: '820982911946154508',
       fulfillmentId: null,
     });
-    expect(lookupKeys('orders/create', fixture('orders-create'))).toEqual({ customerId: null, orderId: null, fulfillmentId: null });
+    // an order names its customer, whose profile its events carry
+    expect(lookupKeys('orders/create', fixture('orders-create'))).toEqual({
+      customerId: '9007199254740993',
+      orderId: null,
+      fulfillmentId: null,
+    });
   });
 });
