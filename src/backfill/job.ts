@@ -4,7 +4,15 @@
 // batch starts. Reading waits while the shop's historical queue is full, and lets go of the
 // download when the wait is long.
 import type { Backfill } from '@prisma/client';
-import { importedLineItemIds, isLineItem, mapImportedCustomer, mapImportedOrder, type ImportContext } from '../mapping/imports';
+import {
+  importedCustomerId,
+  importedLineItemIds,
+  isLineItem,
+  mapImportedCustomer,
+  mapImportedOrder,
+  type ImportContext,
+} from '../mapping/imports';
+import type { CustomerProfile } from '../mapping/profile';
 import type { NewMessage } from '../mapping';
 import type { BackfillRunnerDeps } from './deps';
 import { InvalidLineError, jsonlLines, LineTooLongError, RootGrouper, type RootRecord } from './jsonl';
@@ -196,10 +204,12 @@ export class Job {
         if (!p.operationId) {
           if (p.attempts >= MAX_OPERATION_RUNS)
             throw new Fatal(`Shopify could not export the ${kind} (${MAX_OPERATION_RUNS} bulk operations failed)`);
+          const askedAt = this.now().toISOString();
           const { id } = await this.retrying(`start the ${kind} export`, () =>
             this.deps.source.run(this.domain, kind, this.sinceFor(kind)),
           );
           p.operationId = id;
+          p.operationAt = askedAt;
           p.attempts++;
           await this.save();
           this.log.info({ kind, operationId: id }, 'bulk operation started');
@@ -310,22 +320,38 @@ export class Job {
     if (grouper.orphans) this.log.warn({ kind, orphans: grouper.orphans }, 'child objects away from their parent were ignored');
   }
 
-  /** Maps a batch: orders with the images and links of their products (the live events' cache). */
-  private async map(kind: Kind, roots: RootRecord[]): Promise<{ messages: NewMessage[]; skipped: number }> {
+  /**
+   * Maps a batch: orders with the images and links of their products (the live events' cache),
+   * every object's customer with the profile stored for them (which the import's facts join).
+   */
+  private async map(kind: Kind, roots: RootRecord[]): Promise<{ messages: NewMessage[]; skipped: number; profiles: CustomerProfile[] }> {
     const items = roots.map((rec) => rec.children.filter(isLineItem));
-    const products =
+    const customerIds = [...new Set(roots.map((rec) => importedCustomerId(kind, rec.root)).filter((id): id is string => id !== null))];
+    const [products, stored] = await Promise.all([
       kind === 'orders' && this.deps.enrich
-        ? await this.deps.enrich({ id: this.b.shopId, domain: this.domain }, items.flatMap(importedLineItemIds))
-        : undefined;
-    const ctx: ImportContext = { shopDomain: this.domain, settings: this.shop!.settings, now: this.now(), products };
+        ? this.deps.enrich({ id: this.b.shopId, domain: this.domain }, items.flatMap(importedLineItemIds))
+        : undefined,
+      this.store.profiles(this.b.shopId, customerIds),
+    ]);
+    const merged = new Map<string, CustomerProfile>();
+    const ctx: ImportContext = {
+      shopDomain: this.domain,
+      settings: this.shop!.settings,
+      now: this.now(),
+      products,
+      // the batch's earlier objects of the customer count too
+      profile: (id) => merged.get(id) ?? stored.get(id) ?? null,
+      factsAt: this.progress.operationAt ?? undefined,
+    };
     const messages: NewMessage[] = [];
     let skipped = 0;
     roots.forEach((rec, i) => {
       const r = kind === 'customers' ? mapImportedCustomer(rec.root, ctx) : mapImportedOrder(rec.root, items[i]!, ctx);
+      if (r.profile) merged.set(r.profile.customerId, r.profile);
       if ('skipped' in r) skipped++;
       else messages.push(r.message);
     });
-    return { messages, skipped };
+    return { messages, skipped, profiles: [...merged.values()] };
   }
 
   private async commit(kind: Kind, batch: Batch, at: { line: number; byte: number }): Promise<void> {
@@ -337,6 +363,7 @@ export class Job {
       backfill: this.b,
       kinds: this.kinds,
       messages: mapped.messages,
+      profiles: mapped.profiles,
       skipLiveOrders: kind === 'orders',
       progress: (inserted, skippedLive) => {
         const next: Progress = { ...base, counts: { ...base.counts }, line: at.line, byte: at.byte, note: null };

@@ -24,6 +24,11 @@ export interface Progress {
   kind: Kind | null;
   done: Kind[];
   operationId: string | null;
+  /**
+   * When the current bulk operation was asked for: its data is at least that new, so its facts
+   * about customers are dated then, and a live fact after it wins (mapping/profile.ts).
+   */
+  operationAt: string | null;
   url: string | null;
   /** Lines of the result file consumed, and the byte offset where the next root object starts. */
   line: number;
@@ -42,6 +47,7 @@ export function emptyProgress(): Progress {
     kind: null,
     done: [],
     operationId: null,
+    operationAt: null,
     url: null,
     line: 0,
     byte: 0,
@@ -67,6 +73,8 @@ export function parseProgress(json: string | null | undefined): Progress {
   p.kind = isKind(raw.kind) ? raw.kind : null;
   p.done = Array.isArray(raw.done) ? [...new Set(raw.done.filter(isKind))] : [];
   p.operationId = strOrNull(raw.operationId);
+  const at = strOrNull(raw.operationAt);
+  p.operationAt = at !== null && !Number.isNaN(Date.parse(at)) ? new Date(at).toISOString() : null;
   p.url = strOrNull(raw.url);
   p.line = nat(raw.line);
   p.byte = nat(raw.byte);
@@ -111,6 +119,7 @@ export function totals(p: Progress, kinds: Kind[]): { processed: number; queued:
 export function resetKind(p: Progress, kind: Kind, keepAttempts = false): void {
   p.kind = kind;
   p.operationId = null;
+  p.operationAt = null;
   p.url = null;
   p.line = 0;
   p.byte = 0;

@@ -4,16 +4,20 @@
 // once, which is what lets the reader keep one order in memory at a time.
 import type { Kind } from './progress';
 
+// As 2026-10 shapes a customer: consent on its default email address and phone number, the
+// purchase summary and last order on the customer (lastOrder needs read_orders).
 export const CUSTOMER_FIELDS = `
   id
   firstName
   lastName
+  locale
   defaultEmailAddress { emailAddress marketingState marketingOptInLevel marketingUpdatedAt }
-  defaultPhoneNumber { phoneNumber }
+  defaultPhoneNumber { phoneNumber smsMarketingConsent { state optInLevel updatedAt collectedFrom } }
   tags
   numberOfOrders
   amountSpent { amount currencyCode }
-  defaultAddress { city countryCodeV2 }
+  lastOrder { id createdAt }
+  defaultAddress { city countryCodeV2 provinceCode }
   createdAt
   updatedAt`;
 
@@ -32,7 +36,8 @@ export const ORDER_FIELDS = `
   totalDiscountsSet ${MONEY}
   discountCodes
   statusPageUrl
-  customer { id firstName lastName defaultEmailAddress { emailAddress marketingState marketingOptInLevel marketingUpdatedAt } defaultPhoneNumber { phoneNumber } defaultAddress { city countryCodeV2 } }
+  customerLocale
+  customer { id firstName lastName defaultEmailAddress { emailAddress marketingState marketingOptInLevel marketingUpdatedAt } defaultPhoneNumber { phoneNumber } defaultAddress { city countryCodeV2 provinceCode } }
   shippingAddress { firstName lastName city countryCodeV2 }
   billingAddress { firstName lastName city countryCodeV2 }
   lineItems {

@@ -6,6 +6,8 @@
 import type { Backfill, Prisma } from '@prisma/client';
 import type { Db, DbProvider } from '../db/client';
 import type { NewMessage } from '../mapping';
+import { mergeStored, profileOfRow, storedProfile, type CustomerProfile } from '../mapping/profile';
+import { mergeProfileRows, readProfileRows } from '../db/customer-profiles';
 import { HISTORY } from '../outbox/classes';
 import { parseStoredSettings, type Settings } from '../settings/settings';
 import { insertIgnoringExisting } from './insert';
@@ -25,6 +27,8 @@ export interface CommitInput {
   backfill: Pick<Backfill, 'id' | 'shopId'>;
   kinds: Kind[];
   messages: NewMessage[];
+  /** The customers' profiles with the import's facts merged in (over whatever stage 2 wrote since). */
+  profiles: CustomerProfile[];
   /** Orders already sent live as order_placed are not imported again. */
   skipLiveOrders: boolean;
   /** The progress to save, given how many messages were new and how many orders were skipped as live. */
@@ -32,6 +36,12 @@ export interface CommitInput {
 }
 
 export class BackfillStore {
+  /** The stored profiles of a shop's customers, by customer id. */
+  async profiles(shopId: string, customerIds: string[]): Promise<Map<string, CustomerProfile>> {
+    const rows = customerIds.length ? await readProfileRows(this.db, this.provider, new Map([[shopId, customerIds]])) : [];
+    return new Map(rows.map((r) => [r.customerId, profileOfRow(r)]));
+  }
+
   constructor(
     private readonly db: Db,
     private readonly provider: DbProvider,
@@ -112,6 +122,13 @@ export class BackfillStore {
             this.provider,
             fresh,
             { shopId: backfill.shopId, status: 'queued', heldReason: null, history: true, backfillId: backfill.id },
+            this.now(),
+          );
+          await mergeProfileRows(
+            tx,
+            this.provider,
+            input.profiles.map((p) => storedProfile(backfill.shopId, p)),
+            mergeStored,
             this.now(),
           );
           const progress = input.progress(inserted, messages.length - fresh.length);

@@ -58,7 +58,7 @@ describe(`shop lifecycle and data requests (${testProvider})`, () => {
     const list = await s.api('GET', '/api/data-requests', undefined, 'export.myshopify.com');
     expect(list.body.data_requests).toEqual([expect.objectContaining({ request_id: '9001', customer_id: String(order.customer.id) })]);
     const exp = await s.api('GET', `/api/data-requests/${list.body.data_requests[0].id}`, undefined, 'export.myshopify.com');
-    expect(exp.body.customer).toEqual({ id: String(order.customer.id), email: order.email });
+    expect(exp.body.customer).toEqual({ id: String(order.customer.id), email: order.email, known_emails: [order.email] });
     expect(exp.body.events.map((e: any) => e.event_name)).toEqual(['order_placed']);
     // another shop cannot read it
     await s.connectShop('other.myshopify.com');

@@ -100,7 +100,7 @@ async function holdingsOf(s: Stack, shopId: string, p: Person) {
     }),
     s.app.db.orderSummary.findMany({ where: { shopId, OR: [{ email: p.email }, { customerId }, { orderId }] }, select: { orderId: true } }),
     s.app.db.fulfillmentState.findMany({ where: { shopId, OR: [{ email: p.email }, { orderId }] }, select: { fulfillmentId: true } }),
-    s.app.db.customerDigest.findMany({ where: { shopId, customerId }, select: { customerId: true } }),
+    s.app.db.customerProfile.findMany({ where: { shopId, customerId }, select: { customerId: true } }),
     s.app.db.dataExport.findMany({ where: { shopId, customerId }, select: { id: true } }),
     s.app.db.pixelVisitor.findMany({ where: { shopId, email: p.email }, select: { clientId: true } }),
   ]);
@@ -184,7 +184,7 @@ describe(`privacy requests match exactly one customer (${testProvider})`, () => 
         [target, exported.target, before.target, clients.target],
         [other, exported.other, before.other, clients.other],
       ] as const) {
-        expect(content.customer).toEqual({ id: String(p.customerId), email: p.email });
+        expect(content.customer).toEqual({ id: String(p.customerId), email: p.email, known_emails: [p.email] });
         expect(content.events.map((e) => e.sent.email)).toEqual(h.messages.map(() => p.email));
         expect(content.orders.map((o) => [o.orderId, o.email])).toEqual([[String(p.orderId), p.email]]);
         expect(content.shipments.map((f) => [f.orderId, f.email])).toEqual([[String(p.orderId), p.email]]);

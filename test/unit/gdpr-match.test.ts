@@ -7,8 +7,8 @@ import { parseWebhookBody } from '../../src/mapping';
 import { customerRef, payloadConcerns, receiptConcerns, textNamesEmail, type CustomerRef } from '../../src/processing/privacy/gdpr-match';
 
 const fixture = (name: string) => fs.readFileSync(path.join(__dirname, '..', 'fixtures', `${name}.json`), 'utf8');
-const ann: CustomerRef = { id: '1234', email: 'ann@gmail.com', orderIds: ['2345'] };
-const byEmail = (email: string): CustomerRef => ({ id: null, email, orderIds: [] });
+const ann: CustomerRef = { id: '1234', email: 'ann@gmail.com', emails: ['ann@gmail.com'], orderIds: ['2345'] };
+const byEmail = (email: string): CustomerRef => ({ id: null, email, emails: [email], orderIds: [] });
 const noDevices = new Set<string>();
 
 describe('customerRef', () => {
@@ -16,14 +16,16 @@ describe('customerRef', () => {
     expect(customerRef(parseWebhookBody(fixture('customers-redact')), 'orders_to_redact')).toEqual({
       id: '9007199254740993',
       email: 'jane.okafor@example.com',
+      emails: ['jane.okafor@example.com'],
       orderIds: ['820982911946154508', '820982911946154509'],
     });
     expect(customerRef({ customer: { id: 7, email: '  Ann@Gmail.COM ' }, orders_requested: [1, 'x', null] }, 'orders_requested')).toEqual({
       id: '7',
       email: 'ann@gmail.com',
+      emails: ['ann@gmail.com'],
       orderIds: ['1', 'x'],
     });
-    expect(customerRef({ customer: { email: '' } }, 'orders_to_redact')).toEqual({ id: null, email: null, orderIds: [] });
+    expect(customerRef({ customer: { email: '' } }, 'orders_to_redact')).toEqual({ id: null, email: null, emails: [], orderIds: [] });
   });
 });
 
@@ -80,13 +82,13 @@ describe('payloadConcerns', () => {
   });
 
   it('compares ids past 2^53 by their exact digits', () => {
-    const ref: CustomerRef = { id: '9007199254740993', email: null, orderIds: [] };
+    const ref: CustomerRef = { id: '9007199254740993', email: null, emails: [], orderIds: [] };
     expect(payloadConcerns(parseWebhookBody('{"customer":{"id":9007199254740993}}'), ref)).toBe(true);
     expect(payloadConcerns(parseWebhookBody('{"customer":{"id":9007199254740992}}'), ref)).toBe(false);
   });
 
   it('matches nothing for a customer named by nothing', () => {
-    expect(payloadConcerns({ email: '', customer: { id: null } }, { id: null, email: null, orderIds: [] })).toBe(false);
+    expect(payloadConcerns({ email: '', customer: { id: null } }, { id: null, email: null, emails: [], orderIds: [] })).toBe(false);
   });
 });
 

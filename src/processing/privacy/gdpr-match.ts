@@ -9,9 +9,16 @@ import { arr, id, obj, objectId, str, type Obj } from '../../mapping/read';
 
 export interface CustomerRef {
   id: string | null;
-  /** Trimmed and lower-cased, as every stored email is (mapping/email.ts). */
+  /** Trimmed and lower-cased, as every stored email is (mapping/email.ts): the address the payload names. */
   email: string | null;
+  /** Every address of the customer: the payload's, and those the app knew them by (their profile's current and former ones). */
+  emails: string[];
   orderIds: string[];
+}
+
+/** The ref with more addresses of the same customer (their profile's). */
+export function withEmails(ref: CustomerRef, more: readonly string[]): CustomerRef {
+  return { ...ref, emails: [...new Set([...ref.emails, ...more.map(normalizeEmail)])] };
 }
 
 /** The customer named by a compliance payload, read as tolerantly as any payload (read.ts). */
@@ -21,8 +28,9 @@ export function customerRef(payload: unknown, ordersKey: 'orders_to_redact' | 'o
   const orderIds = arr(p?.[ordersKey])
     .map(id)
     .filter((o): o is string => o !== null);
-  const email = str(c?.email);
-  return { id: id(c?.id), email: email === null ? null : normalizeEmail(email), orderIds };
+  const raw = str(c?.email);
+  const email = raw === null ? null : normalizeEmail(raw);
+  return { id: id(c?.id), email, emails: email === null ? [] : [email], orderIds };
 }
 
 // Keys whose value is a customer's or an order's id, in Shopify's payloads (snake case) and in
@@ -34,13 +42,19 @@ const GID = /^gid:\/\/shopify\/(Customer|Order)\/(\d+)(?:\?.*)?$/;
 
 /** Topics whose top-level object is a customer, or an order, so its own `id` names one. */
 const topLevelKind = (topic: string): 'customer' | 'order' | null =>
-  topic.startsWith('customers/') ? 'customer' : topic.startsWith('orders/') ? 'order' : null;
+  topic.startsWith('customers/') || topic === 'customers_marketing_consent/update'
+    ? 'customer'
+    : topic.startsWith('orders/')
+      ? 'order'
+      : null;
 
 class Matcher {
   private readonly orders: Set<string>;
+  private readonly emails: Set<string>;
 
   constructor(private readonly ref: CustomerRef) {
     this.orders = new Set(ref.orderIds);
+    this.emails = new Set(ref.emails);
   }
 
   isCustomer = (v: unknown): boolean => this.ref.id !== null && id(v) === this.ref.id;
@@ -69,7 +83,7 @@ class Matcher {
   }
 
   private string(s: string): boolean {
-    if (this.ref.email !== null && normalizeEmail(s) === this.ref.email) return true;
+    if (this.emails.size > 0 && this.emails.has(normalizeEmail(s))) return true;
     const gid = GID.exec(s);
     return gid !== null && (gid[1] === 'Customer' ? this.isCustomer(gid[2]) : this.isOrder(gid[2]));
   }

@@ -13,7 +13,8 @@ import { lowerDue, type DueEntry } from '../../outbox/due';
 import type { EmailKeys } from '../storefront/email-keys';
 import { erasePixelData, exportPixelData, visitorsOf } from '../storefront/gdpr';
 import type { ParsedReceipt } from '../forward/forward-receipts';
-import { customerRef, payloadConcerns, readJson, receiptConcerns, textNamesEmail, type CustomerRef } from './gdpr-match';
+import { parseProfile, profileEmails, type CustomerProfile } from '../../mapping/profile';
+import { customerRef, payloadConcerns, readJson, receiptConcerns, textNamesEmail, withEmails, type CustomerRef } from './gdpr-match';
 
 type Tx = Prisma.TransactionClient;
 
@@ -49,7 +50,7 @@ const NEVER_ERASED_TOPICS = new Set(['app/uninstalled', 'shop/redact', 'customer
 function customerMessages(shopId: string, ref: CustomerRef): Prisma.OutboxMessageWhereInput {
   const or: Prisma.OutboxMessageWhereInput[] = [];
   if (ref.id) or.push({ customerId: ref.id });
-  if (ref.email) or.push({ email: ref.email });
+  if (ref.emails.length) or.push({ email: { in: ref.emails } });
   if (ref.orderIds.length) or.push({ orderId: { in: ref.orderIds } });
   return or.length ? { shopId, OR: or } : { id: -1 };
 }
@@ -62,11 +63,11 @@ function customerState(
   const or = <T>(parts: Array<T | false>): T[] => parts.filter((p): p is T => p !== false);
   const orders = or<Prisma.OrderSummaryWhereInput>([
     ref.id !== null && { customerId: ref.id },
-    ref.email !== null && { email: ref.email },
+    ref.emails.length > 0 && { email: { in: ref.emails } },
     ref.orderIds.length > 0 && { orderId: { in: ref.orderIds } },
   ]);
   const fulfillments = or<Prisma.FulfillmentStateWhereInput>([
-    ref.email !== null && { email: ref.email },
+    ref.emails.length > 0 && { email: { in: ref.emails } },
     ref.orderIds.length > 0 && { orderId: { in: ref.orderIds } },
   ]);
   // nothing to match on: an empty list matches no row
@@ -74,6 +75,31 @@ function customerState(
     orders: orders.length ? { shopId, OR: orders } : { shopId, orderId: { in: [] } },
     fulfillments: fulfillments.length ? { shopId, OR: fulfillments } : { shopId, fulfillmentId: { in: [] } },
   };
+}
+
+/** What a data request shows of a profile: the facts Shopify gave, as they are kept. */
+function exportedProfile(p: CustomerProfile): Record<string, unknown> {
+  const { sentDigest, ...facts } = p;
+  return { ...facts, what: 'what Shopify told this app about the customer, each fact with its time', announced: sentDigest !== null };
+}
+
+/** The customer's profiles: by their id, and any other profile holding one of their addresses. */
+function customerProfiles(shopId: string, ref: CustomerRef): Prisma.CustomerProfileWhereInput {
+  const or: Prisma.CustomerProfileWhereInput[] = [];
+  if (ref.id) or.push({ customerId: ref.id });
+  if (ref.emails.length) or.push({ email: { in: ref.emails } });
+  return or.length ? { shopId, OR: or } : { shopId, customerId: { in: [] } };
+}
+
+/**
+ * The ref with every address the app knew the customer by: a privacy request names the current
+ * address, and the customer's profile keeps the ones they changed from (email_changed).
+ */
+async function withKnownEmails(tx: Tx, shopId: string, ref: CustomerRef): Promise<{ ref: CustomerRef; profiles: CustomerProfile[] }> {
+  const rows = await tx.customerProfile.findMany({ where: customerProfiles(shopId, ref), take: 100 });
+  const profiles = rows.map((r) => parseProfile(r.customerId, r.data, r.digest));
+  const own = profiles.filter((p) => ref.id !== null && p.customerId === ref.id);
+  return { ref: withEmails(ref, own.flatMap(profileEmails)), profiles };
 }
 
 export type GdprUseCases = ReturnType<typeof createGdpr>;
@@ -170,46 +196,49 @@ export function createGdpr(deps: GdprDeps) {
   }
 
   async function customersRedact(r: ParsedReceipt): Promise<GdprResult> {
-    const ref = customerRef(r.payload, 'orders_to_redact');
+    const named = customerRef(r.payload, 'orders_to_redact');
     const outcome = accepted(r);
     const due: DueEntry[] = [];
     let contactDelete: 'queued' | 'held' | 'invalid_email' | 'none' = 'none';
     await db.$transaction(async (tx) => {
-      if (ref.id)
-        await tx.webhookReceipt.updateMany({ where: { shopDomain: r.shopDomain, customerId: ref.id }, data: { customerId: null } });
+      if (named.id)
+        await tx.webhookReceipt.updateMany({ where: { shopDomain: r.shopDomain, customerId: named.id }, data: { customerId: null } });
       const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain }, include: { connection: true } });
-      const devices = shop && ref.email ? await visitorsOf(tx, shop.id, ref.email, deps.emailKeys) : [];
+      const ref = shop ? (await withKnownEmails(tx, shop.id, named)).ref : named;
+      const devices = shop ? (await Promise.all(ref.emails.map((e) => visitorsOf(tx, shop.id, e, deps.emailKeys)))).flat() : [];
       await erasePendingReceipts(tx, r.shopDomain, ref, new Set(devices), r.id);
       if (shop) {
         await tx.outboxMessage.deleteMany({ where: customerMessages(shop.id, ref) }); // attempts cascade
         const state = customerState(shop.id, ref);
         await tx.orderSummary.deleteMany({ where: state.orders });
         await tx.fulfillmentState.deleteMany({ where: state.fulfillments });
-        if (ref.id) await tx.customerDigest.deleteMany({ where: { shopId: shop.id, customerId: ref.id } });
+        await tx.customerProfile.deleteMany({ where: customerProfiles(shop.id, ref) });
         await eraseExports(tx, shop.id, ref);
-        if (ref.email) {
-          await erasePixelData(tx, shop.id, ref.email, devices, deps.emailKeys); // storefront visitors, claims and trust of the email, and their devices' waiting events
+        for (const email of ref.emails) {
+          await erasePixelData(tx, shop.id, email, devices, deps.emailKeys); // storefront visitors, claims and trust of the email, and their devices' waiting events
           // a service error naming the address; cleared only if no newer error replaced it meanwhile
           const lastError = shop.connection?.lastError ?? null;
-          if (lastError !== null && textNamesEmail(lastError, ref.email)) {
+          if (lastError !== null && textNamesEmail(lastError, email)) {
             await tx.connection.updateMany({ where: { shopId: shop.id, lastError }, data: { lastError: null } });
           }
         }
-        // the contact delete at the service; it holds the address only until it is sent
-        if (ref.email && shop.connection) {
-          if (!isEmailAddress(ref.email)) {
-            contactDelete = 'invalid_email';
-          } else {
-            const deliverable = shop.connection.status === 'connected' && !shop.uninstalledAt;
-            const at = now();
+        // the contact deletes at the service, one per address the customer had; each holds its
+        // address only until it is sent
+        if (shop.connection) {
+          const deliverable = shop.connection.status === 'connected' && !shop.uninstalledAt;
+          const at = now();
+          const valid = ref.emails.filter(isEmailAddress);
+          if (ref.email !== null && !isEmailAddress(ref.email)) contactDelete = 'invalid_email';
+          for (const [i, email] of valid.entries()) {
             await tx.outboxMessage.create({
               data: {
                 shopId: shop.id,
-                sourceId: `redact:${r.webhookId}`,
+                // the first keeps the id a single delete has always had
+                sourceId: i === 0 ? `redact:${r.webhookId}` : `redact:${r.webhookId}:${i}`,
                 kind: 'contact_delete',
                 topic: r.topic,
                 eventName: 'contact_delete',
-                email: ref.email,
+                email,
                 customerId: null,
                 body: '{}',
                 status: deliverable ? 'queued' : 'held',
@@ -218,14 +247,14 @@ export function createGdpr(deps: GdprDeps) {
                 dueAt: at,
               },
             });
-            contactDelete = deliverable ? 'queued' : 'held';
-            if (deliverable) due.push({ shopId: shop.id, runAt: at });
           }
+          if (valid.length && contactDelete !== 'invalid_email') contactDelete = deliverable ? 'queued' : 'held';
+          if (valid.length && deliverable) due.push({ shopId: shop.id, runAt: at });
         }
         await lowerDue(tx, deps.provider, due);
       }
       if (contactDelete === 'invalid_email') {
-        outcome.reason = `the customer's email ${describeValue(ref.email!)} is not a valid address: no contact delete was sent (the service would refuse it); our copies were erased`;
+        outcome.reason = `the customer's email ${describeValue(named.email!)} is not a valid address: no contact delete was sent for it (the service would refuse it); our copies were erased`;
       }
       await receipts.markProcessed(tx, [outcome], now());
     });
@@ -235,7 +264,7 @@ export function createGdpr(deps: GdprDeps) {
   }
 
   async function dataRequest(r: ParsedReceipt): Promise<GdprResult> {
-    const ref = customerRef(r.payload, 'orders_requested');
+    const named = customerRef(r.payload, 'orders_requested');
     const requestId = id(obj(obj(r.payload)?.data_request)?.id) ?? r.webhookId;
     const outcome = accepted(r);
     const exportId = await db.$transaction(async (tx) => {
@@ -245,10 +274,8 @@ export function createGdpr(deps: GdprDeps) {
         await receipts.markProcessed(tx, [outcome], now());
         return null;
       }
+      const { ref, profiles } = await withKnownEmails(tx, shop.id, named);
       const messages = await tx.outboxMessage.findMany({ where: customerMessages(shop.id, ref), orderBy: { id: 'asc' }, take: 10_000 });
-      const digest = ref.id
-        ? await tx.customerDigest.findUnique({ where: { shopId_customerId: { shopId: shop.id, customerId: ref.id } } })
-        : null;
       const state = customerState(shop.id, ref);
       const [orders, fulfillments] = await Promise.all([
         tx.orderSummary.findMany({ where: state.orders, take: 10_000 }),
@@ -257,7 +284,7 @@ export function createGdpr(deps: GdprDeps) {
       const content = {
         request_id: requestId,
         shop_domain: shop.domain,
-        customer: { id: ref.id, email: ref.email },
+        customer: { id: ref.id, email: ref.email, known_emails: ref.emails },
         generated_at: now().toISOString(),
         summary:
           'Events this app forwarded (or will forward) to the email service about this customer, and the order and shipping details it keeps to build them. The email service holds the contact itself.',
@@ -271,8 +298,8 @@ export function createGdpr(deps: GdprDeps) {
         })),
         orders: orders.map((o) => JSON.parse(o.summary) as unknown),
         shipments: fulfillments.map((f) => JSON.parse(f.state) as unknown),
-        customer_digest_kept: Boolean(digest),
-        storefront: await exportPixelData(tx, shop.id, ref.email, deps.emailKeys),
+        profile: profiles.map(exportedProfile),
+        storefront: await exportPixelData(tx, shop.id, ref.emails, deps.emailKeys),
       };
       const row = await tx.dataExport.upsert({
         where: { shopId_requestId: { shopId: shop.id, requestId } },

@@ -39,13 +39,13 @@ export async function erasePixelData(tx: Tx, shopId: string, rawEmail: string, c
   return clientIds.length;
 }
 
-/** What the storefront pixel keeps about `email`, for the export. */
-export async function exportPixelData(tx: Tx, shopId: string, rawEmail: string | null, keys: EmailKeys) {
-  const email = rawEmail === null ? null : normalizeEmail(rawEmail);
-  const emailKeys = email ? keys.all(shopId, email) : [];
-  const [visitors, claims, trust] = email
+/** What the storefront pixel keeps about the customer's addresses, for the export. */
+export async function exportPixelData(tx: Tx, shopId: string, rawEmails: readonly string[], keys: EmailKeys) {
+  const emails = [...new Set(rawEmails.map(normalizeEmail))];
+  const emailKeys = emails.flatMap((e) => keys.all(shopId, e));
+  const [visitors, claims, trust] = emails.length
     ? await Promise.all([
-        tx.pixelVisitor.findMany({ where: { shopId, email }, orderBy: { identifiedAt: 'asc' }, take: 1000 }),
+        tx.pixelVisitor.findMany({ where: { shopId, email: { in: emails } }, orderBy: { identifiedAt: 'asc' }, take: 1000 }),
         tx.pixelClaim.findMany({ where: { shopId, emailKey: { in: emailKeys } }, orderBy: { claimedAt: 'asc' }, take: 1000 }),
         tx.pixelShopper.findMany({ where: { shopId, emailKey: { in: emailKeys } } }),
       ])
