@@ -6,7 +6,18 @@ import { createDevSessionMinter } from '../src/http/dev-session';
 import { configOrExit, handleSignals } from '../src/main';
 import { startFakeShop } from './fake-shop';
 import { pixelKeyOf } from './fake-shop/storefront';
-import { sampleCheckout, sampleCustomer, sampleFulfillment, sampleFulfillmentEvent, sampleOrder, SHIPMENT_SEQUENCE } from './samples';
+import {
+  sampleCheckout,
+  sampleCustomer2026,
+  sampleEmailConsent,
+  sampleFulfillment,
+  sampleFulfillmentEvent,
+  sampleOrder,
+  samplePurchasingSummary,
+  sampleSmsConsent,
+  sampleTags,
+  SHIPMENT_SEQUENCE,
+} from './samples';
 import { startServiceEmulator } from './service-emulator';
 import { loadDevConfig, SANDBOX_DEFAULTS } from '../src/config';
 import { startServer } from '../src/app/server';
@@ -22,7 +33,7 @@ const DEV_HOST = '127.0.0.1';
  * delivery, delivered; pressed again, delivered repeats and sends nothing new).
  * fulfillments/update gives the same fulfillment a shipment_status.
  */
-const story = { order: 0, fulfillment: 0, step: 0 };
+const story = { order: 0, fulfillment: 0, step: 0, customer: 0, subscribed: false, orders: 0 };
 
 /** A sample payload for each topic the Simulate panel offers. */
 function samplePayload(topic: string, n: number): unknown {
@@ -64,9 +75,29 @@ function samplePayload(topic: string, n: number): unknown {
     case 'checkouts/create':
     case 'checkouts/update':
       return sampleCheckout(n, { at: new Date() });
+    // customers as API 2026-10 sends them: consent, tags and purchases come on topics of their
+    // own, about the customer last created (one is created first when there is none)
     case 'customers/create':
+      Object.assign(story, { customer: n, subscribed: false, orders: 0 });
+      return { ...sampleCustomer2026(n), updated_at: new Date().toISOString() };
     case 'customers/update':
-      return { ...sampleCustomer(n), updated_at: new Date().toISOString() };
+      if (!story.customer) story.customer = n;
+      return { ...sampleCustomer2026(story.customer), updated_at: new Date().toISOString() };
+    case 'customers_email_marketing_consent/update':
+      if (!story.customer) story.customer = n;
+      story.subscribed = !story.subscribed;
+      return sampleEmailConsent(story.customer, story.subscribed ? 'subscribed' : 'unsubscribed');
+    case 'customers_marketing_consent/update':
+      if (!story.customer) story.customer = n;
+      return sampleSmsConsent(story.customer, 'subscribed');
+    case 'customer.tags_added':
+    case 'customer.tags_removed':
+      if (!story.customer) story.customer = n;
+      return sampleTags(story.customer, ['vip']);
+    case 'customers/purchasing_summary':
+      if (!story.customer) story.customer = n;
+      story.orders += 1;
+      return samplePurchasingSummary(story.customer, story.orders, story.orders * 42.5);
     case 'fulfillments/create':
       Object.assign(story, { fulfillment: n, step: 0 });
       return sampleFulfillment(n, { order: story.order || n });

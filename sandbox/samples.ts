@@ -49,6 +49,56 @@ export function sampleCustomer(n: number, domain = 'demo-store.myshopify.com') {
   };
 }
 
+/**
+ * A customer as API 2025-01 and later send it (customers/create, customers/update): no consent,
+ * tags or order counts, which arrive on topics of their own (the samples below).
+ */
+export function sampleCustomer2026(n: number, domain = 'demo-store.myshopify.com') {
+  const { email_marketing_consent: _consent, tags: _tags, orders_count: _count, total_spent: _spent, ...rest } = sampleCustomer(n, domain);
+  return rest;
+}
+
+/** customers_email_marketing_consent/update for sample customer n. */
+export function sampleEmailConsent(n: number, state: 'subscribed' | 'unsubscribed' | 'not_subscribed', at = new Date()) {
+  const c = sampleCustomer(n);
+  return {
+    customer_id: c.id,
+    email_address: c.email,
+    email_marketing_consent: { state, opt_in_level: state === 'subscribed' ? 'single_opt_in' : null, consent_updated_at: at.toISOString() },
+  };
+}
+
+/** customers_marketing_consent/update (SMS) for sample customer n. */
+export function sampleSmsConsent(n: number, state: 'subscribed' | 'unsubscribed' | 'not_subscribed', at = new Date()) {
+  const c = sampleCustomer(n);
+  return {
+    id: c.id,
+    phone: c.phone ?? `+1555${String(3_000_000 + n).slice(-7)}`,
+    sms_marketing_consent: {
+      state,
+      opt_in_level: state === 'subscribed' ? 'single_opt_in' : null,
+      consent_updated_at: at.toISOString(),
+      consent_collected_from: 'SHOPIFY',
+    },
+  };
+}
+
+/** customer.tags_added / customer.tags_removed for sample customer n. */
+export function sampleTags(n: number, tags: string[], at = new Date()) {
+  return { customerId: sampleCustomer(n).admin_graphql_api_id, tags, occurredAt: at.toISOString() };
+}
+
+/** customers/purchasing_summary for sample customer n. */
+export function samplePurchasingSummary(n: number, orders: number, spent: number, at = new Date()) {
+  return {
+    customerId: sampleCustomer(n).admin_graphql_api_id,
+    numberOfOrders: orders,
+    amountSpent: { amount: money(spent), currencyCode: 'USD' },
+    lastOrderId: `gid://shopify/Order/${5_000_000_000_000 + n}`,
+    occurredAt: at.toISOString(),
+  };
+}
+
 export function sampleOrder(n: number, opts: { customer?: number; checkoutToken?: string; createdAt?: Date } = {}) {
   const c = sampleCustomer(opts.customer ?? n);
   const items = [pick(PRODUCTS, n), pick(PRODUCTS, n + 1)].slice(0, 1 + (n % 2));

@@ -53,14 +53,23 @@ export function graphqlCustomer(n: number, opts: { phoneOnly?: boolean } = {}): 
           marketingOptInLevel: consent.opt_in_level?.toUpperCase() ?? null,
           marketingUpdatedAt: consent.consent_updated_at,
         },
-    defaultPhoneNumber: c.phone || opts.phoneOnly ? { phoneNumber: c.phone ?? `+1555${String(2_000_000 + n).slice(-7)}` } : null,
+    defaultPhoneNumber:
+      c.phone || opts.phoneOnly
+        ? {
+            phoneNumber: c.phone ?? `+1555${String(2_000_000 + n).slice(-7)}`,
+            // as 2026-10 shapes it: the consent on the phone number
+            smsMarketingConsent: { state: 'NOT_SUBSCRIBED', optInLevel: null, updatedAt: null, collectedFrom: 'SHOPIFY' },
+          }
+        : null,
+    locale: n % 2 === 0 ? 'en' : 'fr',
     tags: c.tags
       .split(',')
       .map((t) => t.trim())
       .filter(Boolean),
     numberOfOrders: String(c.orders_count),
     amountSpent: { amount: c.total_spent, currencyCode: 'USD' },
-    defaultAddress: { city: c.default_address.city, countryCodeV2: c.default_address.country_code },
+    lastOrder: c.orders_count > 0 ? { id: `gid://shopify/Order/${5_000_000_000_000 + n}`, createdAt: c.updated_at } : null,
+    defaultAddress: { city: c.default_address.city, countryCodeV2: c.default_address.country_code, provinceCode: null },
     createdAt: c.created_at,
     updatedAt: c.updated_at,
   };

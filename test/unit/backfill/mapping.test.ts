@@ -90,6 +90,10 @@ describe('imported customers', () => {
       orders_count: 3,
       total_spent: 112.5,
       currency: 'USD',
+      // the last order the Admin API names, and the customer's language
+      first_order_at: '2026-01-01T00:10:00.000Z',
+      last_order_at: '2026-01-01T00:10:00.000Z',
+      locale: 'en',
       event_attribute: {
         shop_domain: SHOP,
         source_id: 'import:customer:7000000000010',

@@ -84,6 +84,10 @@ describe('the client address of the per-IP limit', () => {
 describe('emails vouched for by signed webhooks', () => {
   it('takes customers’, orders’ and checkouts’ valid emails, normalised; nothing of other topics', () => {
     expect(vouchedEmails('customers/create', { email: ' Jane@Example.COM ' })).toEqual(['jane@example.com']);
+    // an email consent change names the customer's address as email_address
+    expect(vouchedEmails('customers_email_marketing_consent/update', { customer_id: 1, email_address: 'Ann@Example.com' })).toEqual([
+      'ann@example.com',
+    ]);
     expect(
       vouchedEmails('orders/paid', { email: 'a@example.com', contact_email: 'b@example.com', customer: { email: 'A@example.com' } }).sort(),
     ).toEqual(['a@example.com', 'b@example.com']);

@@ -14,9 +14,11 @@ const DESCRIPTIONS = {
   checkout_started: 'A customer starts a checkout with an email address.',
   checkout_abandoned: 'A checkout is left without an order for the delay below.',
   customer_created: 'A customer account is created.',
-  customer_updated: 'A customer\u2019s details change.',
+  customer_updated: 'A customer\u2019s details, tags, order count or consent change.',
   email_subscribed: 'A customer subscribes to email marketing.',
   email_unsubscribed: 'A customer unsubscribes from email marketing.',
+  email_changed:
+    'A customer changes their email address (sent to the new one, with the previous one, so workflows can merge the contacts).',
   product_ordered: 'One event per product in an order (for product-based flows).',
   order_shipped: 'An order ships with a tracking number (the event carries the tracking links).',
   shipment_out_for_delivery: 'The carrier has a shipment out for delivery.',

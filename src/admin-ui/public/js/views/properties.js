@@ -7,6 +7,13 @@ const LABELS = {
   shopify_customer_id: 'Shopify customer ID',
   email_marketing_state: 'Email marketing state',
   country_code: 'Country',
+  orders_count: 'Number of orders',
+  total_spent: 'Total spent (with its currency)',
+  first_order_at: 'First order date',
+  last_order_at: 'Last order date',
+  locale: 'Language',
+  sms_marketing_state: 'SMS marketing state',
+  province_code: 'Province or state',
 };
 
 const NOT_CONNECTED = new Set(['not_connected', 'invalid_key', 'key_unreadable']);
