@@ -113,6 +113,38 @@ describe(`customer topics of API 2026-10 (${testProvider})`, () => {
     expect(sh.events('customer_updated')).toHaveLength(1);
   });
 
+  it('keeps what arrives before the customer, and creates the customer with it', async () => {
+    const sh = await shop();
+    await sh.send('customers/purchasing_summary', fixture(s, 'customers-purchasing-summary'));
+    await sh.send('customer.tags_added', fixture(s, 'customer-tags-added'));
+    await sh.send('customers_marketing_consent/update', fixture(s, 'customers-marketing-consent-update'));
+    await sh.send('customers/create', fixture(s, 'customers-create'));
+    await sh.drain();
+    // nothing to send before the customer has an address: the creation carries it all
+    expect(sh.events().map((e) => e.event_attribute)).toHaveLength(1);
+    expect(sh.events('customer_created')[0]).toMatchObject({
+      email: EMAIL,
+      tags: ['VIP', 'wholesale'],
+      sms_marketing_state: 'subscribed',
+      orders_count: 3,
+      total_spent: 412.85,
+    });
+  });
+
+  it('ends a 2026-10 checkout’s abandonment by the order’s token (no checkout_id, no checkout id)', async () => {
+    const sh = await shop();
+    // active just now, so the abandonment is due within its delay
+    const now = clock.now().toISOString();
+    const checkout = fixture(s, 'checkouts-create').replace(/"(created|updated)_at": "[^"]+"/g, `"$1_at": "${now}"`);
+    await sh.send('checkouts/create', checkout);
+    await sh.send('orders/create', fixture(s, 'orders-create'));
+    await sh.drain();
+    expect(sh.events('checkout_started')).toHaveLength(1);
+    expect(sh.events('checkout_abandoned')).toEqual([]);
+    const abandoned = await s.app.db.outboxMessage.findFirstOrThrow({ where: { shopId: sh.shopId, eventName: 'checkout_abandoned' } });
+    expect(abandoned).toMatchObject({ status: 'cancelled', checkoutToken: 'c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8' });
+  });
+
   it('lets an order within the minute carry the change instead', async () => {
     const sh = await shop();
     await sh.send('customers/create', fixture(s, 'customers-create'));
