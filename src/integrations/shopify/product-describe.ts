@@ -100,7 +100,9 @@ export function chunksOf(products: readonly string[], variants: Variants, size: 
     current = { products: [], variants: new Map() };
   };
   for (const g of [...groups, { products: [], variants: loose }]) {
-    if (g.products.length + g.variants.length > room() && g.products.length + g.variants.length <= size) flush();
+    // a product's group starts a call of its own rather than be split; loose variants fill any room
+    const n = g.products.length + g.variants.length;
+    if (g.products.length && n > room() && n <= size) flush();
     for (const pid of g.products) {
       if (room() <= 0) flush();
       current.products.push(pid);
