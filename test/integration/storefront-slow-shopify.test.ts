@@ -78,6 +78,8 @@ describe(`storefront events while Shopify is slow (${testProvider})`, () => {
         reason: expect.stringMatching(/2 event\(s\) wait for Shopify to describe their products/),
       });
       expect((await s.api('GET', '/api/pixel', undefined, domain)).body.activity).toMatchObject({ products_waiting: 2 });
+      // the stack's first scrape: the gauge is read now (later scrapes may serve it up to 15 s old)
+      expect(metric(await metrics(), 'connector_pixel_events_waiting_for_products')).toBe(2);
       // the lookup the unit stopped waiting for goes on, and caches what Shopify says
       await s.until(async () => (await cached(shopId, [MUG.id, TOTE.id])) === 2, 10_000, 'the late answer cached');
       const lookups = s.shop.productLookups(domain).length;

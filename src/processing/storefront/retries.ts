@@ -48,7 +48,8 @@ export function createProductRetries(deps: ProductRetriesDeps): ProductRetries {
   async function run(): Promise<number> {
     const now = deps.now();
     const due = await deps.db.$queryRaw<Array<{ shopId: string }>>(Prisma.sql`
-      SELECT "shopId" FROM "PixelEvent" WHERE "describeAt" <= ${sql.ts(now)} GROUP BY "shopId" LIMIT ${sql.int(SHOPS_PER_PASS)}`);
+      SELECT "shopId" FROM "PixelEvent" WHERE "describeAt" <= ${sql.ts(now)} AND "expiresAt" > ${sql.ts(now)}
+      GROUP BY "shopId" LIMIT ${sql.int(SHOPS_PER_PASS)}`);
     if (due.length === 0) return 0;
     // only shops that take storefront events now: the others' events wait out their window
     const shops = await deps.db.shop.findMany({

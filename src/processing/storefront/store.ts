@@ -246,7 +246,7 @@ export class PixelStore {
   /** Clients of the shop with an event whose next product lookup is due, at most `limit` (the longest due first). */
   async dueClients(shopId: string, now: Date, limit: number): Promise<string[]> {
     const rows = await this.db.$queryRaw<Array<{ clientId: string }>>(Prisma.sql`
-      SELECT "clientId" FROM "PixelEvent" WHERE "shopId" = ${shopId} AND "describeAt" <= ${this.sql.ts(now)}
+      SELECT "clientId" FROM "PixelEvent" WHERE "shopId" = ${shopId} AND "describeAt" <= ${this.sql.ts(now)} AND "expiresAt" > ${this.sql.ts(now)}
       GROUP BY "clientId" ORDER BY MIN("describeAt") LIMIT ${this.sql.int(limit)}`);
     return rows.map((r) => r.clientId);
   }
