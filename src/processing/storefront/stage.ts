@@ -65,6 +65,7 @@ export interface PixelStageDeps {
   abandonmentsPerEmailDay: number;
   /** How long a unit waits for the Admin API (LOOKUP_DEADLINE_MS). */
   lookupDeadlineMs?: number;
+  /** The jitter of the waiting events' backoff (Math.random; tests pin it). */
   random?: () => number;
 }
 
