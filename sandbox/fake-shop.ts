@@ -12,6 +12,7 @@ import { approveAuthorization, oauthRoutes, signOAuthQuery } from './fake-shop/o
 import { storefrontRoutes, type StorefrontOptions } from './fake-shop/storefront';
 import {
   FakeShopState,
+  type Degradation,
   type FailEndpoint,
   type FakeShopInit,
   type FakeShopRecord,
@@ -35,7 +36,7 @@ export type {
   StorefrontOptions,
 };
 export type { GraphqlRequest } from './fake-shop/graphql';
-export type { FakeProductInit, FakePixel, ScopesUpdatePayload, ThrottleStatus, FakeCustomerInit };
+export type { FakeProductInit, FakePixel, ScopesUpdatePayload, ThrottleStatus, FakeCustomerInit, Degradation };
 export { signOAuthQuery };
 
 export interface FakeShopOptions {
@@ -105,6 +106,13 @@ export interface FakeShop {
   removeProduct(domain: string, productId: string): boolean;
   /** Sets the shop's GraphQL cost bucket (2000 points restoring 100/s by default). */
   setThrottle(domain: string, status: Partial<ThrottleStatus>): void;
+  /**
+   * The shop's Admin GraphQL answers slowly or fails (a 5xx) for the queries `only` matches, until
+   * the returned function is called (a slow answer already waiting still comes).
+   */
+  degrade(domain: string, how: Degradation): () => void;
+  /** nodes(ids:) calls the shop answered (products and variants), and the ids they asked for. */
+  productLookups(domain: string): Array<{ ids: string[] }>;
 }
 
 export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
@@ -196,5 +204,7 @@ export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
     addProduct: (domain, product) => catalog.add(domainOf(domain), product),
     removeProduct: (domain, productId) => catalog.remove(domainOf(domain), productId),
     setThrottle: (domain, status) => costs.set(domainOf(domain), status),
+    degrade: (domain, how) => state.degrade(domainOf(domain), how),
+    productLookups: (domain) => catalog.lookups(domainOf(domain)),
   };
 }

@@ -72,6 +72,16 @@ export function sampleProducts(origin: string): FakeProductInit[] {
 
 export class FakeCatalog {
   private readonly byShop = new Map<string, Map<string, FakeProductInit>>();
+  private readonly asked = new Map<string, Array<{ ids: string[] }>>();
+
+  /** The nodes(ids:) calls the shop answered with data (not throttled), in order. */
+  lookups(shop: string): Array<{ ids: string[] }> {
+    return [...(this.asked.get(shop) ?? [])];
+  }
+
+  answered(shop: string, ids: string[]): void {
+    this.asked.set(shop, [...(this.asked.get(shop) ?? []), { ids }]);
+  }
 
   constructor(private readonly seed: () => FakeProductInit[]) {}
 
@@ -142,12 +152,15 @@ export function catalogHandler(state: FakeShopState, catalog: FakeCatalog, costs
       };
     };
     // about one point per object asked, as Shopify's cost model
-    return costs.charge(shop.domain, 2 + ids.length * 2, () => ({
-      data: {
-        ...(/\bshop\s*\{/.test(query) ? { shop: { primaryDomain: { url: domain }, currencyCode: CURRENCY } } : {}),
-        nodes: ids.map(node),
-      },
-    }));
+    return costs.charge(shop.domain, 2 + ids.length * 2, () => {
+      catalog.answered(shop.domain, ids);
+      return {
+        data: {
+          ...(/\bshop\s*\{/.test(query) ? { shop: { primaryDomain: { url: domain }, currencyCode: CURRENCY } } : {}),
+          nodes: ids.map(node),
+        },
+      };
+    });
   };
 }
 

@@ -35,6 +35,12 @@ export function graphqlRoutes(state: FakeShopState, handlers: GraphqlHandler[]):
     if (injected) return res.status(injected.status).json({ errors: 'injected failure' });
     const body = (req.body ?? {}) as { query?: unknown; variables?: unknown; operationName?: unknown };
     if (typeof body.query !== 'string') return res.status(400).json({ errors: { query: 'Required parameter missing or invalid' } });
+    const degraded = state.degradationOf(shop.domain, body.query);
+    if (degraded.delayMs > 0) {
+      await new Promise((resolve) => setTimeout(resolve, degraded.delayMs));
+      if (res.destroyed || req.socket.destroyed) return;
+    }
+    if (degraded.status !== null) return res.status(degraded.status).json({ errors: 'Internal Server Error' });
     const request: GraphqlRequest = {
       shop,
       query: body.query,

@@ -46,6 +46,16 @@ export interface TokenStats {
 
 export type FailEndpoint = 'access_token' | 'graphql';
 
+/** How a shop's Admin GraphQL misbehaves, for the queries it matches, until it is ended. */
+export interface Degradation {
+  /** Queries it applies to (default: every query). */
+  only?: RegExp;
+  /** Every answer waits this long first. */
+  delayMs?: number;
+  /** Every answer is this HTTP status (a 5xx: Shopify failing), with no data. */
+  status?: number;
+}
+
 interface AccessToken {
   shop: string;
   expiresAt: number | null;
@@ -83,6 +93,7 @@ export class FakeShopState {
   private readonly failures = new Map<FailEndpoint, Array<{ status: number }>>();
   private readonly grants = new Map<string, string[]>();
   private readonly primaryDomains = new Map<string, string>();
+  private readonly degradations = new Map<string, Set<Degradation>>();
 
   constructor(
     readonly opts: { apiKey: string; apiSecret: string; scopes: string; accessTokenTtlSec: number; refreshTokenTtlSec: number },
@@ -202,6 +213,26 @@ export class FakeShopState {
   /** The shop's access tokens expire now (GraphQL answers 401); refresh tokens stay valid. */
   expireAccessTokens(shop: string): void {
     for (const t of this.access.values()) if (t.shop === shop) t.expiresAt = Date.now() - 1;
+  }
+
+  /** The shop's Admin GraphQL misbehaves as `d` says until the returned function is called. */
+  degrade(shop: string, d: Degradation): () => void {
+    const set = this.degradations.get(shop) ?? new Set();
+    set.add(d);
+    this.degradations.set(shop, set);
+    return () => void set.delete(d);
+  }
+
+  /** What applies to a query of the shop now: the longest delay, and a status if any. */
+  degradationOf(shop: string, query: string): { delayMs: number; status: number | null } {
+    let delayMs = 0;
+    let status: number | null = null;
+    for (const d of this.degradations.get(shop) ?? []) {
+      if (d.only && !d.only.test(query)) continue;
+      delayMs = Math.max(delayMs, d.delayMs ?? 0);
+      status ??= d.status ?? null;
+    }
+    return { delayMs, status };
   }
 
   failNext(endpoint: FailEndpoint, status: number, times: number): void {

@@ -1,6 +1,8 @@
 // The storefront's trust checks of the last day, for the admin page's storefront card: claims to
-// an email pending now, and per-hour counts (PixelStat) of the last 24 hours: claims vouched,
-// claims expired unvouched, products dropped as unknown, events over a per-email limit.
+// an email pending now, events waiting now for Shopify to describe their products, and per-hour
+// counts (PixelStat) of the last 24 hours: claims vouched, claims expired unvouched, products
+// dropped as unknown, events dropped after waiting their whole window for product data, events
+// over a per-email limit.
 import type { Db } from '../db/client';
 
 export interface PixelActivity {
@@ -9,6 +11,8 @@ export interface PixelActivity {
   claims_vouched: number;
   claims_expired: number;
   products_dropped: number;
+  products_waiting: number;
+  products_expired: number;
   events_limited: number;
 }
 
@@ -17,11 +21,12 @@ export const ACTIVITY_HOURS = 24;
 
 export async function pixelActivity(db: Db, shopId: string, now: Date): Promise<PixelActivity> {
   const hour = Math.floor(now.getTime() / HOUR_MS);
-  const [pending, sums] = await Promise.all([
+  const [pending, waiting, sums] = await Promise.all([
     db.pixelClaim.count({ where: { shopId, expiresAt: { gt: now } } }),
+    db.pixelEvent.count({ where: { shopId, describeAt: { not: null }, expiresAt: { gt: now } } }),
     db.pixelStat.aggregate({
       where: { shopId, hour: { gt: hour - ACTIVITY_HOURS } },
-      _sum: { vouched: true, expired: true, dropped: true, limited: true },
+      _sum: { vouched: true, expired: true, dropped: true, limited: true, unavailable: true },
     }),
   ]);
   return {
@@ -30,6 +35,8 @@ export async function pixelActivity(db: Db, shopId: string, now: Date): Promise<
     claims_vouched: sums._sum.vouched ?? 0,
     claims_expired: sums._sum.expired ?? 0,
     products_dropped: sums._sum.dropped ?? 0,
+    products_waiting: waiting,
+    products_expired: sums._sum.unavailable ?? 0,
     events_limited: sums._sum.limited ?? 0,
   };
 }

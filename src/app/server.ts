@@ -43,6 +43,7 @@ import { createWebPixels } from '../integrations/shopify/web-pixel';
 import { pixelRoute } from '../http/pixel.route';
 import { createStorefront } from './storefront';
 import type { SweepResult } from '../processing/storefront/sweeper';
+import { createProductRetries } from '../processing/storefront/retries';
 import { createActivity, DELIVERY_STATUSES } from '../admin/activity';
 import { createBudget, readClassQueues } from '../admin/budget';
 import { createConnectionUseCases } from '../admin/connection';
@@ -76,6 +77,11 @@ export interface RunningServer {
   reprobeHolds(): Promise<{ held: number; probed: number; released: number }>;
   /** The storefront's expiry sweep, run on demand (the worker runs it every 5 minutes). */
   sweepPixels(): Promise<SweepResult>;
+  /**
+   * Stores a retry receipt for each shop whose storefront events are due for another product
+   * lookup, run on demand (the worker runs it every 15 s); returns how many. Stage 2 then takes them.
+   */
+  retryStorefrontProducts(): Promise<number>;
   /** Graceful: stop accepting, finish in-flight requests and deliveries, close the database. */
   close(): Promise<void>;
 }
@@ -151,6 +157,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     tokens,
     logger,
     metrics,
+    now,
     storefrontLookupsPerMinute: config.pixel.lookupsPerMinute,
   });
   const webPixels = createWebPixels({ db, shopify, tokens, logger, now });
@@ -217,6 +224,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const customers = createCustomerLookup({ shopify, tokens, logger, perMinute: config.pixel.lookupsPerMinute });
   const storefront = createStorefront({ config, db, logger, metrics, now, products, customers });
   metrics.onScrapeClaims(() => storefront.claimsPending());
+  metrics.onScrapeWaitingForProducts(() => storefront.waitingForProducts());
   const pipeline = buildPipeline({
     config,
     db,
@@ -236,6 +244,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     processor: opts.processor,
   });
   metrics.onScrapeLag(() => pipeline.receipts.lag(now()));
+  const productRetries = createProductRetries({
+    db,
+    receipts: pipeline.receipts,
+    wake: () => pipeline.wakeups.publish('receipts'),
+    logger,
+    metrics,
+    now,
+  });
 
   const connection = createConnectionUseCases({
     db,
@@ -320,6 +336,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await pipeline.startWorkers();
     backfill.runner.start();
     storefront.sweeper.start();
+    productRetries.start();
     // the periodic key check: at most hourly per shop, a few shops per tick
     keyCheck = setInterval(() => {
       connection.checkKeys().catch((err: unknown) => failures.report('key_check', err, 'periodic key check failed', { level: 'warn' }));
@@ -382,6 +399,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         ),
       );
       storefront.sweeper.stop();
+      productRetries.stop();
       stopScan.abort();
       await Promise.all([httpClosed, pipeline.stop(), backfill.runner.stop(), keyScan]);
       await client.close();
@@ -408,5 +426,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     scanKeys: () => storedKeys.scan(),
     reprobeHolds: () => holds.reprobe(),
     sweepPixels: () => storefront.sweeper.sweep(),
+    retryStorefrontProducts: () => productRetries.run(),
   };
 }

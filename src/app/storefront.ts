@@ -23,6 +23,8 @@ export interface Storefront {
   activity(shopId: string): Promise<PixelActivity>;
   /** Claims pending now, in all shops (the metrics gauge). */
   claimsPending(): Promise<number>;
+  /** Events waiting now for Shopify to describe their products, in all shops (the metrics gauge). */
+  waitingForProducts(): Promise<number>;
 }
 
 export interface StorefrontDeps {
@@ -44,6 +46,7 @@ export function createStorefront(deps: StorefrontDeps): Storefront {
     stage: createPixelStage({
       store: new PixelStore(db),
       metrics,
+      logger,
       now,
       keys: createEmailKeys(config.encryption),
       products: deps.products,
@@ -60,5 +63,6 @@ export function createStorefront(deps: StorefrontDeps): Storefront {
     sweeper: createPixelSweeper({ db, logger, metrics, now }),
     activity: (shopId) => pixelActivity(db, shopId, now()),
     claimsPending: () => db.pixelClaim.count({ where: { expiresAt: { gt: now() } } }),
+    waitingForProducts: () => db.pixelEvent.count({ where: { describeAt: { not: null }, expiresAt: { gt: now() } } }),
   };
 }

@@ -34,12 +34,12 @@ export class TokenBuckets {
     this.turnedAt = this.nowMs();
   }
 
-  /** Takes a token for `key`; false when its bucket is empty (the request is over the limit). */
-  take(key: string): boolean {
+  /** Takes `n` tokens for `key` (all or none); false when its bucket holds fewer (over the limit). */
+  take(key: string, n = 1): boolean {
     const now = this.nowMs();
     if (now - this.turnedAt >= this.fill) this.turn(now);
     const full = this.current.get(key) ?? this.previous.get(key);
-    const next = (full === undefined || full < now ? now : full) + this.interval;
+    const next = (full === undefined || full < now ? now : full) + this.interval * n;
     // (a float's rounding must not cost the last token of a burst)
     if (next - now > this.fill + 1e-6) return false;
     if (this.current.size >= this.generationKeys && !this.current.has(key)) this.turn(now);

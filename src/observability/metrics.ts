@@ -85,7 +85,7 @@ export class Metrics {
   });
   readonly pixelEvents = new Counter({
     name: 'connector_pixel_events_total',
-    help: "Storefront events read by stage 2, by outcome (accepted, collapsed, waiting, ignored, no_consent, invalid, dropped for their product, limited by the email's daily limits) and anonymous events deleted unsent (expired)",
+    help: "Storefront events read by stage 2, by outcome (accepted, collapsed, waiting for an email, waiting_for_product: Shopify has not described its product yet, described: it was later, ignored, no_consent, invalid, dropped for their product, limited by the email's daily limits) and waiting events deleted unsent (expired)",
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
@@ -103,8 +103,13 @@ export class Metrics {
   });
   readonly pixelProductsDropped = new Counter({
     name: 'connector_pixel_products_dropped_total',
-    help: 'Storefront views and adds to cart dropped for their product: unknown (the shop has no such product or variant), unavailable (Shopify could not describe it in time)',
+    help: 'Storefront views and adds to cart dropped for their product: unknown (the shop has no such product or variant), no_scope (read_products not granted), expired (Shopify did not describe it within PIXEL_ANONYMOUS_HOURS)',
     labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly pixelWaitingForProducts = new Gauge({
+    name: 'connector_pixel_events_waiting_for_products',
+    help: 'Storefront events waiting now for Shopify to describe their products (and the later events of their visitors, held behind them)',
     registers: [this.registry],
   });
   readonly pixelAdminCalls = new Counter({
@@ -150,7 +155,7 @@ export class Metrics {
   });
   readonly loopFailures = new Counter({
     name: 'connector_background_failures_total',
-    help: 'Failures of background loops (lane, worker_pass, stage2, backfill, key_check, key_rotation, pixel_sweep, holds_reprobe), each followed by a wait',
+    help: 'Failures of background loops (lane, worker_pass, stage2, backfill, key_check, key_rotation, pixel_sweep, pixel_retry, holds_reprobe), each followed by a wait',
     labelNames: ['loop'] as const,
     registers: [this.registry],
   });
@@ -197,6 +202,13 @@ export class Metrics {
     const pending = this.cached(read);
     (this.pixelClaimsPending as unknown as { collect: () => Promise<void> }).collect = async () =>
       this.pixelClaimsPending.set(await pending());
+  }
+
+  /** The gauge of storefront events waiting for product data comes from `read`, cached as onScrape's. */
+  onScrapeWaitingForProducts(read: () => Promise<number>): void {
+    const waiting = this.cached(read);
+    (this.pixelWaitingForProducts as unknown as { collect: () => Promise<void> }).collect = async () =>
+      this.pixelWaitingForProducts.set(await waiting());
   }
 
   /** The per-class queue gauges come from `read`, both from one read, cached as onScrape's. */

@@ -30,6 +30,8 @@ export const TOPICS = {
   'products/update': 'side_effect',
   'products/delete': 'side_effect',
   'pixel/events': 'storefront',
+  // the app's own receipt: a shop's storefront events due for another product lookup (storefront/retries.ts)
+  'pixel/describe': 'storefront',
 } as const satisfies Record<string, Handling>;
 
 export type Topic = keyof typeof TOPICS;

@@ -64,7 +64,8 @@ export interface ProductCatalog {
   onProductDelete(shopId: string, payload: unknown): Promise<boolean>;
   /**
    * What Shopify says about products and variants a storefront event names by id (product-describe.ts):
-   * facts, 'unknown' or 'unavailable' per reference. `deadline`: epoch ms (Date.now) to answer by.
+   * facts, 'unknown' or 'unavailable' (not described yet: ask again later) per reference.
+   * `deadline`: epoch ms (Date.now) to answer by; a lookup still running then goes on and is cached.
    */
   describe(shop: EnrichShop, refs: readonly ProductRef[], deadline: number): Promise<DescribeResult>;
 }
@@ -87,7 +88,10 @@ export interface ProductCatalogDeps {
    * not read and decrypt the session each time (most shops never grant read_products).
    */
   scopeTtlMs?: number;
-  /** Admin API calls storefront events may cause per shop and minute, in this process. Default 10. */
+  /**
+   * Admin API lookups storefront events may cause per shop and minute, in this process, counted in
+   * query cost: each is worth a lookup of 100 ids, and a call of more ids spends more of it. Default 10.
+   */
   storefrontLookupsPerMinute?: number;
   now?: () => Date;
 }
@@ -162,6 +166,7 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
     now,
     throttle,
     lookupsPerMinute: deps.storefrontLookupsPerMinute ?? 10,
+    onCalls: (n) => metrics.pixelAdminCalls.inc({ kind: 'products' }, n),
     allowed: async (shop) => hasScopes(await grantedScope(shop).catch(() => undefined), FEATURE_SCOPES.product_images),
     session: async (shop) => {
       const session = await sessionOf(shop).catch(() => null);

@@ -56,7 +56,7 @@ export async function exportPixelData(tx: Tx, shopId: string, rawEmails: readonl
     : [];
   return {
     summary:
-      'Storefront visitors (Shopify client ids) tied to this email by the web pixel, visitors that gave this email and wait for Shopify to confirm it, their events still waiting to be counted, and whether Shopify confirmed the email for the shop (with its counts of the day).',
+      'Storefront visitors (Shopify client ids) tied to this email by the web pixel, visitors that gave this email and wait for Shopify to confirm it, their events still waiting to be counted (for an email, or for Shopify to describe their product), and whether Shopify confirmed the email for the shop (with its counts of the day).',
     visitors: visitors.map((v) => ({
       client_id: v.clientId,
       identified_at: v.identifiedAt.toISOString(),
@@ -75,6 +75,7 @@ export async function exportPixelData(tx: Tx, shopId: string, rawEmails: readonl
     waiting_events: waiting.map((e) => ({
       client_id: e.clientId,
       name: e.name,
+      waiting_for: e.waitsFor,
       occurred_at: e.occurredAt.toISOString(),
       kept_until: e.expiresAt.toISOString(),
       data: JSON.parse(e.data) as unknown,

@@ -28,9 +28,16 @@ import type { BatchTrust } from './trust';
 import type { StoreEvent } from './wire';
 
 export const PIXEL_TOPIC = 'pixel/events';
+/**
+ * A receipt of kind 'pixel' the app stores itself (retries.ts): the shop's storefront events whose
+ * products were not described yet are due for another lookup. Stage 2 takes it in the shop's
+ * arrival order, like the storefront's batches.
+ */
+export const PIXEL_RETRY_TOPIC = 'pixel/describe';
 const HOUR_MS = 3_600_000;
 
-export type Count = 'accepted' | 'collapsed' | 'waiting' | 'ignored' | 'no_consent' | 'invalid' | 'dropped' | 'limited';
+export type Count =
+  'accepted' | 'collapsed' | 'waiting' | 'waiting_for_product' | 'described' | 'ignored' | 'no_consent' | 'invalid' | 'dropped' | 'limited';
 
 /** A message of the batch that is inserted only when the shop does not have its source id yet. */
 interface Candidate {

@@ -3,7 +3,11 @@
 // in arrival order against that state as the earlier receipts left it, and nothing is written until
 // the processor applies the plan in the batch's transaction. Per batch:
 // - products: the pixel names products by id; every title, price and URL sent is Shopify's
-//   (resolve.ts). A product or variant the shop does not have is dropped and counted.
+//   (resolve.ts). A product or variant the shop does not have is dropped and counted. One Shopify
+//   has not described yet (slow, throttled, failing, over budget) waits in its client's queue
+//   (queues.ts), at most PIXEL_ANONYMOUS_HOURS, and the visitor's later events wait behind it; a
+//   later unit describes it (a retry receipt of its shop, retries.ts, or the client's next batch)
+//   and it goes the way it would have gone at once. The unit's deadline decides only when.
 // - identity: an email a batch gives is a claim (trust.ts). A vouched email ties the batch's client
 //   id to it; later batches of the client id count for it. Until then the claim waits, at most
 //   PIXEL_CLAIM_MINUTES, and so do the visitor's events (PixelEvent, at most PIXEL_ANONYMOUS_HOURS):
@@ -22,24 +26,34 @@ import type { ProductCatalog, ProductRef } from '../../integrations/shopify/prod
 import type { ParsedReceipt } from '../forward/forward-receipts';
 import { ClaimBook } from './claims';
 import type { EmailKeys } from './email-keys';
-import { describeAll, withProducts } from './resolve';
-import { PIXEL_TOPIC, ShopperEvents, type Count, type ShopCtx } from './shopper-events';
+import type { Logger } from '../../observability/logger';
+import { LogOnce } from '../../observability/log-once';
+import { ClientQueues, heldRefs, type DrainResult } from './queues';
+import { describeAll, resolve, type Answers } from './resolve';
+import { PIXEL_RETRY_TOPIC, PIXEL_TOPIC, ShopperEvents, type Count, type ShopCtx } from './shopper-events';
 import { emptyPixelPlan, keyOf, type PixelShop, type PixelStore, type Visitor } from './store';
 import { BatchTrust } from './trust';
 import { vouchedEmails, vouchSourceOf, type VouchSource } from './vouch';
-import { eventOf, waitingRow } from './waiting';
-import { readBatch, type ReadBatch, type StoreEvent } from './wire';
+import { readBatch, type ReadBatch } from './wire';
 
 const HOUR_MS = 3_600_000;
+/**
+ * How long a unit waits for the Admin API (products, customers). A product not described by then
+ * waits for a later unit; a claim stays pending.
+ */
+export const LOOKUP_DEADLINE_MS = 2_000;
+/** Clients whose events wait for their products, drained per retry receipt of a shop (the rest at the next). */
+export const RETRY_CLIENTS = 200;
 
 export interface PixelStageDeps {
   store: PixelStore;
   metrics: Metrics;
+  logger: Logger;
   now: () => Date;
   keys: EmailKeys;
   products: Pick<ProductCatalog, 'describe'>;
   customers: CustomerLookup;
-  /** How long an anonymous visitor's events wait for an email. */
+  /** How long an event waits for an email (an anonymous visitor's) or for its product's data. */
   anonymousMs: number;
   /** How long a client id stays tied to its email after it was last seen; also how long a vouch stands. */
   identityMs: number;
@@ -49,14 +63,17 @@ export interface PixelStageDeps {
   claimMs: number;
   eventsPerEmailDay: number;
   abandonmentsPerEmailDay: number;
-  /** How long a batch waits for the Admin API (products, customers). Default 2000 ms. */
+  /** How long a unit waits for the Admin API (LOOKUP_DEADLINE_MS). */
   lookupDeadlineMs?: number;
+  /** The jitter of the waiting events' backoff (Math.random; tests pin it). */
+  random?: () => number;
 }
 
-/** A step of the unit, in arrival order: a storefront batch, or an email a signed webhook named. */
+/** A step of the unit, in arrival order: a storefront batch, an email a signed webhook named, or a shop's retry. */
 type Step =
   | { kind: 'batch'; r: ParsedReceipt; b: ReadBatch }
-  | { kind: 'vouch'; r: ParsedReceipt; shop: PixelShop; email: string; source: VouchSource };
+  | { kind: 'vouch'; r: ParsedReceipt; shop: PixelShop; email: string; source: VouchSource }
+  | { kind: 'retry'; r: ParsedReceipt };
 
 const NOTHING: StagePlan = { outcomes: [], due: [], write: async () => undefined };
 
@@ -64,6 +81,8 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
   const { store } = deps;
   const renewEvery = Math.min(86_400_000, deps.identityMs / 2);
   const add = <T>(m: Map<string, Set<T>>, shopId: string, v: T) => m.set(shopId, (m.get(shopId) ?? new Set()).add(v));
+  // why a shop's events wait for their products: once per shop and quarter of an hour
+  const waitLog = new LogOnce(deps.logger, 15 * 60_000, () => deps.now().getTime());
 
   return async function pixelStage(items: ParsedReceipt[], signed: ParsedReceipt[] = []): Promise<StagePlan> {
     const named = signed.flatMap((r) => {
@@ -72,16 +91,21 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
     });
     if (items.length === 0 && named.length === 0) return NOTHING;
     const now = deps.now();
-    const deadline = Date.now() + (deps.lookupDeadlineMs ?? 2000);
+    const deadline = Date.now() + (deps.lookupDeadlineMs ?? LOOKUP_DEADLINE_MS);
     const plan = emptyPixelPlan();
     const counts = new Map<Count, number>();
     const claimCounts = { pending: 0, vouched: 0 };
-    const dropped = { unknown: 0, unavailable: 0 };
+    const dropped = { unknown: 0, no_scope: 0 };
     const count = (what: Count, n = 1) => n !== 0 && counts.set(what, (counts.get(what) ?? 0) + n);
-    const reads = items.map((r) => ({ r, b: readBatch(r.payload, r.receivedAt) }));
+    const retries = items.filter((r) => r.topic === PIXEL_RETRY_TOPIC);
+    const reads = items.filter((r) => r.topic !== PIXEL_RETRY_TOPIC).map((r) => ({ r, b: readBatch(r.payload, r.receivedAt) }));
 
     const shops = await store.shops([
-      ...new Set([...reads.filter((x) => x.b.ok).map((x) => x.r.shopDomain), ...named.map((v) => v.r.shopDomain)]),
+      ...new Set([
+        ...reads.filter((x) => x.b.ok).map((x) => x.r.shopDomain),
+        ...named.map((v) => v.r.shopDomain),
+        ...retries.map((r) => r.shopDomain),
+      ]),
     ]);
     const takes = (shop: PixelShop | undefined): shop is PixelShop =>
       Boolean(shop?.connection && !shop.uninstalledAt && shop.pixel && shop.pixel.state !== 'removed');
@@ -96,7 +120,7 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       const shop = shops.get(v.r.shopDomain);
       return takes(shop) ? [{ ...v, shop }] : [];
     });
-    if (reads.length === 0 && vouches.length === 0) return NOTHING;
+    if (reads.length === 0 && vouches.length === 0 && retries.length === 0) return NOTHING;
     const trust = new BatchTrust(
       {
         keys: deps.keys,
@@ -110,13 +134,25 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
     );
     const byId = new Map([...shops.values()].map((s) => [s.id, s]));
 
-    // state, read once: visitors of the batch's clients, and the trust rows of every email involved
+    // state, read once: visitors of the batch's clients and of the clients a retry drains, their
+    // events waiting for products, and the trust rows of every email involved
     const clients = new Map<string, Set<string>>();
     for (const { r, b } of reads) {
       const shop = shops.get(r.shopDomain);
       if (b.ok && usable(shop, b)) add(clients, shop.id, b.clientId);
     }
-    const visitors = await store.visitors(clients);
+    /** The clients each retry receipt drains (none for a shop that takes no storefront events now). */
+    const retryWork = new Map<number, { shop: PixelShop; clientIds: string[] }>();
+    const retryShops = new Set<string>();
+    for (const r of retries) {
+      const shop = shops.get(r.shopDomain);
+      if (!takes(shop) || retryShops.has(shop.id)) continue;
+      retryShops.add(shop.id);
+      const clientIds = await store.dueClients(shop.id, now, RETRY_CLIENTS);
+      retryWork.set(r.id, { shop, clientIds });
+      for (const c of clientIds) add(clients, shop.id, c);
+    }
+    const [visitors, held] = await Promise.all([store.visitors(clients), store.queues(clients, now)]);
     const live = (k: string): Visitor | undefined => {
       const v = visitors.get(k);
       return v && v.expiresAt > now ? v : undefined;
@@ -139,6 +175,17 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       for (const e of b.events) if (e.kind === 'view' || e.kind === 'add') entry.refs.push(e.ref);
       refs.set(shop.id, entry);
     }
+    for (const { shop, clientIds } of retryWork.values()) {
+      for (const c of clientIds) {
+        const v = live(keyOf(shop.id, c));
+        if (v) add(emails, shop.id, v.email);
+      }
+    }
+    // the products the waiting events of these clients need, looked up with the batches' own
+    for (const ck of held.keys()) {
+      const shop = byId.get(ck.split('\u0000')[0]!)!;
+      if (!refs.has(shop.id)) refs.set(shop.id, { shop, refs: [] });
+    }
     await trust.load(emails);
 
     // the Admin API, for what the cache cannot answer: customers behind unvouched claims (unless a
@@ -151,9 +198,10 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       if (trust.isVouched(shop.id, b.email) || trust.isKnownUnknown(shop.id, b.email) || vouchedHere.has(keyOf(shop.id, b.email))) continue;
       add(ask, shop.id, b.email);
     }
+    const storedRefs = heldRefs(held);
+    for (const [shopId, list] of storedRefs) refs.get(shopId)?.refs.push(...list);
     const [found, answers] = await Promise.all([trust.lookup(plan, byId, ask, deadline), describeAll(deps.products, refs, deadline)]);
     if (trust.apiCalls) deps.metrics.pixelAdminCalls.inc({ kind: 'customers' }, trust.apiCalls);
-    if (answers.apiCalls) deps.metrics.pixelAdminCalls.inc({ kind: 'products' }, answers.apiCalls);
 
     // pending claims a vouch of this unit applies (webhooks, and lookups that found the customer)
     const vouchKeys = new Map<string, Set<string>>();
@@ -173,11 +221,13 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       await trust.load(emails);
     }
     const [stored, pending] = await Promise.all([store.waiting(claiming, now), store.pending(emails)]);
+    const queues = new ClientQueues(plan, now, deps.anonymousMs, stored, held, deps.random);
 
-    // the unit in arrival order: batches and the emails webhooks name, by receipt id
+    // the unit in arrival order: batches, the emails webhooks name and retries, by receipt id
     const steps: Step[] = [
       ...reads.map(({ r, b }) => ({ kind: 'batch' as const, r, b })),
       ...vouches.map((v) => ({ kind: 'vouch' as const, ...v })),
+      ...retries.map((r) => ({ kind: 'retry' as const, r })),
     ];
     steps.sort((a, b) => a.r.id - b.r.id);
 
@@ -192,8 +242,6 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       count,
     });
     const contextOf = (shop: PixelShop) => shopperEvents.contextOf(shop);
-    /** Anonymous events of this batch, by client, until they are identified or stored. */
-    const waitingNew = new Map<string, Array<{ event: StoreEvent; r: ParsedReceipt }>>();
     const visitorWrites = new Map<string, { shopId: string; clientId: string } & Visitor>();
     const claims = new ClaimBook(storedClaims);
     // lookups answered before any receipt of the unit: their claims are applied first
@@ -206,6 +254,10 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       if (step.kind === 'vouch') {
         trust.vouch(plan, step.shop.id, step.email, step.source);
         applyClaims(contextOf(step.shop), step.email, step.r);
+        continue;
+      }
+      if (step.kind === 'retry') {
+        outcomes.push(retry(step.r));
         continue;
       }
       const { r, b } = step;
@@ -231,8 +283,7 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       if (!b.marketing) {
         // nothing of a visitor who does not allow marketing is kept, nor sent later
         plan.forget.push({ shopId: shop.id, clientId: b.clientId });
-        waitingNew.delete(ck);
-        stored.delete(ck);
+        queues.forget(ck);
         visitorWrites.delete(ck);
         visitors.delete(ck);
         claims.forget(shop.id, b.clientId);
@@ -246,12 +297,8 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
         continue;
       }
 
-      const resolved = withProducts(shop.id, b.events, answers);
-      dropped.unknown += resolved.unknown;
-      dropped.unavailable += resolved.unavailable;
-      ctx.stats.dropped += resolved.unknown;
-      count('dropped', resolved.unknown + resolved.unavailable);
-      const events = resolved.events;
+      const resolved = b.events.map((e) => resolve(shop.id, e, answers));
+      for (const x of resolved) if (x.kind === 'drop') drop(ctx, x.reason);
 
       let email: string | null = visitor?.email ?? null;
       let claimed = false;
@@ -271,34 +318,42 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
         visitorWrites.set(ck, { shopId: shop.id, clientId: b.clientId, ...visitor, expiresAt: new Date(now.getTime() + deps.identityMs) });
       }
 
-      if (email === null) {
-        // anonymous: what abandonment needs waits for a vouched email
-        const keep = events.filter((e) => e.kind !== 'other');
-        if (keep.length) waitingNew.set(ck, [...(waitingNew.get(ck) ?? []), ...keep.map((event) => ({ event, r }))]);
-        count('waiting', keep.length);
-        count('ignored', events.length - keep.length);
-        const why = claimed ? 'the email is not vouched for by Shopify yet (claim pending)' : 'visitor not identified yet';
-        Object.assign(
-          outcome,
-          keep.length
-            ? { outcome: 'accepted', reason: `${why}: ${keep.length} event(s) wait for a vouched email` }
-            : { reason: claimed ? `${why}: nothing to keep` : 'nothing to keep from an anonymous visitor' },
-        );
-        continue;
+      // the client's earlier events that waited for their products come first, in order
+      if (queues.held(ck)) drainClient(ctx, b.clientId, r, outcome);
+      const shopper = email === null ? null : shopperEvents.shopperOf(ctx, email);
+      let forEmail = 0;
+      let forProduct = 0;
+      for (const x of resolved) {
+        if (x.kind === 'drop') continue;
+        const w = x.kind === 'wait' ? ({ described: false, event: x.event } as const) : ({ described: true, event: x.event } as const);
+        if (shopper && email && w.described && !queues.held(ck)) {
+          count(shopperEvents.apply(ctx, shopper, email, b.clientId, w.event, r, outcome, true));
+          continue;
+        }
+        if (w.event.kind === 'other') {
+          count('ignored');
+          continue;
+        }
+        // anonymous: what abandonment needs waits for a vouched email; undescribed: for Shopify's product data
+        const waitsFor = queues.push(ck, w, r);
+        if (waitsFor === 'email') forEmail += 1;
+        else forProduct += 1;
       }
-      const shopper = shopperEvents.shopperOf(ctx, email);
-      for (const e of events) count(shopperEvents.apply(ctx, shopper, email, b.clientId, e, r, outcome, true));
-      outcome.outcome = 'accepted';
+      count('waiting', forEmail);
+      count('waiting_for_product', forProduct);
+      if (forProduct) waitingForProducts(shop, answers, forProduct);
+      const why = claimed ? 'the email is not vouched for by Shopify yet (claim pending)' : 'visitor not identified yet';
+      const reasons = [
+        forEmail ? `${why}: ${forEmail} event(s) wait for a vouched email` : null,
+        forProduct ? `${forProduct} event(s) wait for Shopify to describe their products` : null,
+      ].filter((x): x is string => x !== null);
+      if (email !== null || forEmail || forProduct) outcome.outcome = 'accepted';
+      if (reasons.length) outcome.reason = reasons.join('; ');
+      else if (email === null) outcome.reason = claimed ? `${why}: nothing to keep` : 'nothing to keep from an anonymous visitor';
     }
 
-    // what was not identified waits; visitors and claims are written
-    for (const [ck, list] of waitingNew) {
-      const [shopId, clientId] = ck.split('\u0000') as [string, string];
-      for (const { event, r } of list) {
-        const row = waitingRow(shopId, clientId, event, new Date(r.receivedAt.getTime() + deps.anonymousMs));
-        if (row) plan.waiting.push(row);
-      }
-    }
+    // what waits is kept; visitors and claims are written
+    queues.into(plan);
     plan.visitors.push(...visitorWrites.values());
     claims.into(plan);
 
@@ -317,6 +372,65 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
         for (const [reason, n] of Object.entries(dropped)) if (n) deps.metrics.pixelProductsDropped.inc({ reason }, n);
       },
     };
+
+    /** An event dropped for its product: Shopify has no such product or variant, or read_products is not granted. */
+    function drop(ctx: ShopCtx, reason: 'unknown' | 'no_scope', n = 1): void {
+      if (n === 0) return;
+      dropped[reason] += n;
+      if (reason === 'unknown') ctx.stats.dropped += n;
+      count('dropped', n);
+    }
+
+    /** Logs, once per shop and quarter of an hour, that the shop's events wait for product data, and why. */
+    function waitingForProducts(shop: PixelShop, a: Answers, events: number): void {
+      waitLog.log(
+        'warn',
+        shop.id,
+        { shop: shop.domain, lookup: a.outcomes.get(shop.id) ?? 'none', events },
+        'storefront events wait for Shopify to describe their products; a later lookup will',
+      );
+    }
+
+    /** A shop's retry: the clients whose events wait for products and are due, drained with this unit's answers. */
+    function retry(r: ParsedReceipt): ReceiptOutcome {
+      const outcome: ReceiptOutcome = { id: r.id, outcome: 'ignored', reason: null, messageCount: 0, customerId: null };
+      const work = retryWork.get(r.id);
+      if (!work) {
+        outcome.reason = 'no storefront events of the shop due for a product lookup';
+        return outcome;
+      }
+      const ctx = contextOf(work.shop);
+      let described = 0;
+      let waiting = 0;
+      for (const clientId of work.clientIds) {
+        const res = drainClient(ctx, clientId, r, outcome);
+        described += res.described;
+        if (res.blocked) waiting += 1;
+      }
+      if (waiting) waitingForProducts(work.shop, answers, waiting);
+      outcome.outcome = described || outcome.messageCount ? 'accepted' : 'ignored';
+      outcome.reason = `${described} waiting event(s) described; ${waiting} visitor(s) still wait for product data`;
+      return outcome;
+    }
+
+    /**
+     * The client's events held behind one not described yet, in order, with this unit's answers: an
+     * identified visitor's count for their email now; an anonymous one's wait for an email.
+     */
+    function drainClient(ctx: ShopCtx, clientId: string, r: ParsedReceipt, outcome: ReceiptOutcome): DrainResult {
+      const ck = keyOf(ctx.shop.id, clientId);
+      const visitor = visitorWrites.get(ck) ?? live(ck);
+      const shopper = visitor ? shopperEvents.shopperOf(ctx, visitor.email) : null;
+      const res = queues.drain(
+        ck,
+        answers,
+        visitor && shopper ? (e) => void shopperEvents.apply(ctx, shopper, visitor.email, clientId, e, r, outcome, false) : null,
+      );
+      count('described', res.described);
+      drop(ctx, 'unknown', res.dropped.unknown);
+      drop(ctx, 'no_scope', res.dropped.no_scope);
+      return res;
+    }
 
     /** The client claims the email (its earlier claim, if any, is replaced). */
     function claim(shopId: string, clientId: string, email: string): void {
@@ -341,16 +455,15 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       }
     }
 
-    /** Ties the client id to a vouched email; its waiting events (stored and of this batch) count for it, then go. */
+    /**
+     * Ties the client id to a vouched email; its events waiting for an email (stored and of this
+     * batch) count for it, then go. Those held behind one waiting for its product go when it does.
+     */
     function identify(ctx: ShopCtx, clientId: string, email: string, r: ParsedReceipt, outcome: ReceiptOutcome): void {
       const shopId = ctx.shop.id;
       const ck = keyOf(shopId, clientId);
       const prior = visitorWrites.get(ck) ?? live(ck);
-      const rows = stored.get(ck) ?? [];
-      if (rows.length) plan.stitched.push({ shopId, clientId });
-      stored.delete(ck);
-      const replay = [...rows.map(eventOf).filter((e): e is StoreEvent => e !== null), ...(waitingNew.get(ck) ?? []).map((w) => w.event)];
-      waitingNew.delete(ck);
+      const replay = queues.takeForEmail(ck);
       visitorWrites.set(ck, {
         shopId,
         clientId,
@@ -363,6 +476,7 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       claimCounts.vouched += 1;
       const shopper = shopperEvents.shopperOf(ctx, email);
       for (const e of replay) shopperEvents.apply(ctx, shopper, email, clientId, e, r, outcome, false);
+      if (queues.held(ck)) drainClient(ctx, clientId, r, outcome);
     }
   };
 }

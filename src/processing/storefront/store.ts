@@ -53,10 +53,19 @@ export interface Visitor {
 }
 
 export interface WaitingRow {
+  id: number;
   name: string;
   eventId: string;
   occurredAt: Date;
   data: string;
+  waitsFor: string;
+}
+
+/** A row of a client's queue that waits for Shopify's product data, or behind one that does. */
+export interface QueuedRow extends WaitingRow {
+  clientId: string;
+  describeAt: Date | null;
+  attempts: number;
 }
 
 export interface PendingAbandonment {
@@ -70,8 +79,12 @@ export interface PendingAbandonment {
 export interface PixelPlan {
   /** Clients whose waiting events and identity go (consent withdrawn). */
   forget: Array<{ shopId: string; clientId: string }>;
-  /** Clients identified now: their waiting events counted for the email and go. */
-  stitched: Array<{ shopId: string; clientId: string }>;
+  /** Waiting events that went: counted for an email, or dropped (their product is not the shop's). */
+  eventsDone: number[];
+  /** Waiting events described now that still wait for an email: their product data is Shopify's now. */
+  eventsDescribed: Array<{ id: number; data: string }>;
+  /** Waiting events whose product could not be described yet: the next lookup is due at describeAt. */
+  eventsLater: Array<{ id: number; describeAt: Date }>;
   visitors: Array<{ shopId: string; clientId: string } & Visitor>;
   waiting: Prisma.PixelEventCreateManyInput[];
   inserts: Prisma.OutboxMessageCreateManyInput[];
@@ -103,7 +116,9 @@ export interface PixelPlan {
 
 export const emptyPixelPlan = (): PixelPlan => ({
   forget: [],
-  stitched: [],
+  eventsDone: [],
+  eventsDescribed: [],
+  eventsLater: [],
   visitors: [],
   waiting: [],
   inserts: [],
@@ -178,22 +193,62 @@ export class PixelStore {
     return out;
   }
 
-  /** Waiting (anonymous) events of these clients still inside their window, oldest first. */
+  /** Events of these (anonymous) clients that wait for an email, still inside their window, oldest first. */
   async waiting(clients: Map<string, Set<string>>, now: Date): Promise<Map<string, WaitingRow[]>> {
     const out = new Map<string, WaitingRow[]>();
     if (!hasShopKeys(clients)) return out;
     const rows = await this.db.$queryRaw<
-      Array<{ shopId: string; clientId: string; name: string; eventId: string; occurredAt: unknown; data: string }>
+      Array<{ id: number | bigint; shopId: string; clientId: string; name: string; eventId: string; occurredAt: unknown; data: string }>
     >(Prisma.sql`
-      SELECT "shopId", "clientId", "name", "eventId", "occurredAt", "data" FROM "PixelEvent"
-      WHERE "expiresAt" > ${this.sql.ts(now)} AND (${whereKeys(clients, 'clientId')}) ORDER BY "id"`);
-    for (const { shopId, clientId, occurredAt, ...row } of rows) {
+      SELECT "id", "shopId", "clientId", "name", "eventId", "occurredAt", "data" FROM "PixelEvent"
+      WHERE "expiresAt" > ${this.sql.ts(now)} AND "waitsFor" = 'email' AND (${whereKeys(clients, 'clientId')}) ORDER BY "id"`);
+    for (const { id, shopId, clientId, occurredAt, ...row } of rows) {
       const k = keyOf(shopId, clientId);
       const list = out.get(k) ?? [];
-      list.push({ ...row, occurredAt: rawDate(occurredAt)! });
+      list.push({ ...row, id: Number(id), occurredAt: rawDate(occurredAt)!, waitsFor: 'email' });
       out.set(k, list);
     }
     return out;
+  }
+
+  /**
+   * The queues of these clients that wait for Shopify's product data (rows waiting for a product,
+   * and the rows behind them), still inside their window, oldest first, by keyOf(shopId, clientId).
+   */
+  async queues(clients: Map<string, Set<string>>, now: Date): Promise<Map<string, QueuedRow[]>> {
+    const out = new Map<string, QueuedRow[]>();
+    if (!hasShopKeys(clients)) return out;
+    const rows = await this.db.$queryRaw<
+      Array<{
+        id: number | bigint;
+        shopId: string;
+        clientId: string;
+        name: string;
+        eventId: string;
+        occurredAt: unknown;
+        data: string;
+        waitsFor: string;
+        describeAt: unknown;
+        attempts: number | bigint;
+      }>
+    >(Prisma.sql`
+      SELECT "id", "shopId", "clientId", "name", "eventId", "occurredAt", "data", "waitsFor", "describeAt", "attempts" FROM "PixelEvent"
+      WHERE "expiresAt" > ${this.sql.ts(now)} AND "waitsFor" <> 'email' AND (${whereKeys(clients, 'clientId')}) ORDER BY "id"`);
+    for (const { id, shopId, occurredAt, describeAt, attempts, ...row } of rows) {
+      const k = keyOf(shopId, row.clientId);
+      const list = out.get(k) ?? [];
+      list.push({ ...row, id: Number(id), occurredAt: rawDate(occurredAt)!, describeAt: rawDate(describeAt), attempts: Number(attempts) });
+      out.set(k, list);
+    }
+    return out;
+  }
+
+  /** Clients of the shop with an event whose next product lookup is due, at most `limit` (the longest due first). */
+  async dueClients(shopId: string, now: Date, limit: number): Promise<string[]> {
+    const rows = await this.db.$queryRaw<Array<{ clientId: string }>>(Prisma.sql`
+      SELECT "clientId" FROM "PixelEvent" WHERE "shopId" = ${shopId} AND "describeAt" <= ${this.sql.ts(now)} AND "expiresAt" > ${this.sql.ts(now)}
+      GROUP BY "clientId" ORDER BY MIN("describeAt") LIMIT ${this.sql.int(limit)}`);
+    return rows.map((r) => r.clientId);
   }
 
   /** Pending storefront abandonments of these emails, by keyOf(shopId, email). */
@@ -273,8 +328,8 @@ export class PixelStore {
   /** Applies a batch's plan in the caller's transaction (raw SQL: set-based, one statement per kind). */
   async write(tx: Tx, plan: PixelPlan, now: Date): Promise<void> {
     const clients = (rows: Array<{ shopId: string; clientId: string }>) => whereKeys(clientsByShop(rows), 'clientId');
-    const gone = [...plan.forget, ...plan.stitched];
-    if (gone.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelEvent" WHERE ${clients(gone)}`);
+    if (plan.forget.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelEvent" WHERE ${clients(plan.forget)}`);
+    await this.writeQueues(tx, plan);
     // a client's claim goes once settled; a new one replaces the one it had
     const settled = [...plan.forget, ...plan.claimsDone, ...plan.claims];
     if (settled.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelClaim" WHERE ${clients(settled)}`);
@@ -312,6 +367,29 @@ export class PixelStore {
         WHERE "id" = ${u.id} AND "status" IN (${pending})`);
     }
     await insertMessages(tx, provider, plan.inserts, now);
+  }
+
+  /** Waiting events that went, were described, or wait longer for their product (their rows, by id). */
+  private async writeQueues(tx: Tx, plan: PixelPlan): Promise<void> {
+    for (let from = 0; from < plan.eventsDone.length; from += 500)
+      await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelEvent" WHERE "id" IN (${Prisma.join(plan.eventsDone.slice(from, from + 500))})`);
+    for (let from = 0; from < plan.eventsDescribed.length; from += 500) {
+      const values = plan.eventsDescribed
+        .slice(from, from + 500)
+        .map((d) => Prisma.sql`(CAST(${d.id} AS INTEGER), CAST(${d.data} AS TEXT))`);
+      await tx.$executeRaw(Prisma.sql`
+        WITH "v" ("id", "data") AS (VALUES ${Prisma.join(values)})
+        UPDATE "PixelEvent" SET "data" = "v"."data", "waitsFor" = 'email', "describeAt" = NULL
+        FROM "v" WHERE "PixelEvent"."id" = "v"."id"`);
+    }
+    const later = new Map<number, number[]>();
+    for (const l of plan.eventsLater) later.set(l.describeAt.getTime(), [...(later.get(l.describeAt.getTime()) ?? []), l.id]);
+    for (const [at, ids] of later) {
+      for (let from = 0; from < ids.length; from += 500)
+        await tx.$executeRaw(Prisma.sql`
+          UPDATE "PixelEvent" SET "describeAt" = ${this.sql.ts(new Date(at))}, "attempts" = "attempts" + 1
+          WHERE "id" IN (${Prisma.join(ids.slice(from, from + 500))})`);
+    }
   }
 
   /** Trust and quota rows: vouches, then negative lookups (never over a live vouch), then the day's counts. */

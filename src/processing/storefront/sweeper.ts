@@ -1,7 +1,8 @@
-// Waiting storefront state expires: anonymous events past their window (never identified, so
-// never sent), identities not seen for PIXEL_IDENTITY_DAYS, claims to an email Shopify never
-// vouched for (counted per shop and hour for the admin page), vouched and unknown emails past their
-// time, and the hourly counts once older than two days. DELETEs on each table's expiresAt index,
+// Waiting storefront state expires: events past their window (anonymous ones never identified, and
+// ones Shopify never described the product of: never sent; the latter counted per shop and hour for
+// the admin page, and logged once per shop and hour), identities not seen for PIXEL_IDENTITY_DAYS,
+// claims to an email Shopify never vouched for (counted per shop and hour for the admin page),
+// vouched and unknown emails past their time, and the hourly counts once older than two days. DELETEs on each table's expiresAt index,
 // every few minutes: what waits costs no CPU, whatever the number of visitors. A day of anonymous
 // traffic is millions of rows, so each DELETE takes the oldest `chunk` or so, and the event loop
 // turns between them (on SQLite a statement holds it until done).
@@ -58,10 +59,30 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
       const { count } = await table.deleteUpTo(edge ? edge.expiresAt : at);
       return { count, more: edge !== null };
     });
+  const expiredLog = new LogOnce(deps.logger, HOUR_MS, () => deps.now().getTime());
+  /** Events dropped unsent after waiting their whole window for product data, by shop, in this sweep. */
+  let unavailable = new Map<string, number>();
+  /** Events past their window; those that waited for product data are counted per shop (in the hour of the sweep) first. */
   const events = {
     edge: (at: Date, skip: number) =>
       deps.db.pixelEvent.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
-    deleteUpTo: (at: Date) => deps.db.pixelEvent.deleteMany({ where: { expiresAt: { lte: at } } }),
+    deleteUpTo: (at: Date) =>
+      deps.db.$transaction(async (tx) => {
+        const byShop = await tx.pixelEvent.groupBy({
+          by: ['shopId'],
+          where: { expiresAt: { lte: at }, describeAt: { not: null } },
+          _count: { _all: true },
+        });
+        const hour = Math.floor(deps.now().getTime() / HOUR_MS);
+        for (const { shopId, _count } of byShop) {
+          await tx.$executeRaw(Prisma.sql`
+            INSERT INTO "PixelStat" ("shopId", "hour", "unavailable") VALUES (${shopId}, ${hour}, ${_count._all})
+            ON CONFLICT ("shopId", "hour") DO UPDATE SET "unavailable" = "PixelStat"."unavailable" + excluded."unavailable"`);
+        }
+        const res = await tx.pixelEvent.deleteMany({ where: { expiresAt: { lte: at } } });
+        for (const { shopId, _count } of byShop) unavailable.set(shopId, (unavailable.get(shopId) ?? 0) + _count._all);
+        return res;
+      }),
   };
   const visitors = {
     edge: (at: Date, skip: number) =>
@@ -102,6 +123,7 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
   };
   async function sweep(): Promise<SweepResult> {
     const at = deps.now();
+    unavailable = new Map();
     const expired = {
       events: await deleteExpired(events, at),
       visitors: await deleteExpired(visitors, at),
@@ -110,6 +132,15 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
     };
     await deps.db.pixelStat.deleteMany({ where: { hour: { lt: Math.floor(at.getTime() / HOUR_MS) - STATS_KEPT_HOURS } } });
     if (expired.events) deps.metrics.pixelEvents.inc({ outcome: 'expired' }, expired.events);
+    for (const [shopId, n] of unavailable) {
+      deps.metrics.pixelProductsDropped.inc({ reason: 'expired' }, n);
+      expiredLog.log(
+        'warn',
+        shopId,
+        { shopId, events: n },
+        'storefront events dropped unsent: Shopify did not describe their products within their window (PIXEL_ANONYMOUS_HOURS)',
+      );
+    }
     if (expired.claims) deps.metrics.pixelClaims.inc({ outcome: 'expired' }, expired.claims);
     if (expired.events || expired.visitors || expired.claims)
       deps.logger.info(expired, 'storefront: expired anonymous events, identities and unvouched claims deleted');

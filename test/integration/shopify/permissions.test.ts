@@ -156,7 +156,16 @@ describe('permissions (optional scopes)', () => {
   });
 
   it('POST /api/pixel/activate activates the storefront pixel; GET /api/pixel shows it', async () => {
-    const activity = { window_hours: 24, claims_pending: 0, claims_vouched: 0, claims_expired: 0, products_dropped: 0, events_limited: 0 };
+    const activity = {
+      window_hours: 24,
+      claims_pending: 0,
+      claims_vouched: 0,
+      claims_expired: 0,
+      products_dropped: 0,
+      products_waiting: 0,
+      products_expired: 0,
+      events_limited: 0,
+    };
     expect((await call('get', '/api/pixel')).body).toEqual({
       state: 'none',
       key: null,

@@ -390,6 +390,64 @@ describe('product images for line items', () => {
     expect(calls(SHOP)).toBeGreaterThan(before);
   });
 
+  it('storefront lookups go on past the caller’s deadline and are cached; a caller meanwhile waits for them instead of asking again', async () => {
+    // the SLOW shop's product lookups answer after 3 s (the handler of the test above)
+    const storefront = createProductCatalog({
+      db: h.db,
+      shopify: h.shopify,
+      tokens: h.tokens,
+      logger: h.logger,
+      metrics: new Metrics(),
+      now: () => new Date(clock),
+      coolOffMs: 0,
+    });
+    const shop = shops.get(SLOW)!;
+    const refs = [{ product_id: '600', variant_id: '601' }];
+    const before = lookups(SLOW).length;
+    const first = await storefront.describe(shop, refs, Date.now() + 500);
+    expect(first).toMatchObject({ outcome: 'timeout', items: ['unavailable'] });
+    const second = await storefront.describe(shop, refs, Date.now() + 5000);
+    expect(second).toMatchObject({
+      outcome: 'fetched',
+      items: [expect.objectContaining({ product_id: '600', product_title: 'canvas-tote' })],
+    });
+    expect(lookups(SLOW).length - before).toBe(1);
+    expect((await storefront.describe(shop, refs, Date.now() + 500)).outcome).toBe('hit');
+    expect(await h.db.productInfo.count({ where: { shopId: shop.id, productId: '600' } })).toBe(1);
+  });
+
+  it('storefront lookups: as few calls as the limit allows, within the shop’s budget in query cost; the rest once it refills', async () => {
+    const budgeted = createProductCatalog({
+      db: h.db,
+      shopify: h.shopify,
+      tokens: h.tokens,
+      logger: h.logger,
+      metrics: new Metrics(),
+      now: () => new Date(clock),
+      coolOffMs: 0,
+      storefrontLookupsPerMinute: 1,
+    });
+    const shop = shops.get(SHOP)!;
+    const ids = Array.from({ length: 150 }, (_, i) => String(70_000 + i));
+    for (const id of ids) h.fake.addProduct(SHOP, { id, handle: `budget-${id}`, title: `Budget ${id}`, variants: [{ id: `${id}1` }] });
+    const refs = ids.map((id) => ({ product_id: id, variant_id: null }));
+    const before = lookups(SHOP).length;
+    const first = await budgeted.describe(shop, refs, Date.now() + 2000);
+    // one lookup of 100 ids a minute (PIXEL_LOOKUPS_PER_MINUTE=1): one call of 100, the other 50 wait
+    expect(first.outcome).toBe('over_budget');
+    expect(lookups(SHOP).length - before).toBe(1);
+    expect(lookups(SHOP).at(-1)!.variables.ids).toHaveLength(100);
+    expect(first.items.filter((i) => i === 'unavailable')).toHaveLength(50);
+    expect(first.items.filter((i) => typeof i === 'object')).toHaveLength(100);
+    expect((await budgeted.describe(shop, refs, Date.now() + 2000)).outcome).toBe('over_budget');
+    expect(lookups(SHOP).length - before).toBe(1);
+    clock += 60_000;
+    const later = await budgeted.describe(shop, refs, Date.now() + 2000);
+    expect(later.outcome).toBe('fetched');
+    expect(lookups(SHOP).length - before).toBe(2);
+    expect(later.items.every((i) => typeof i === 'object')).toBe(true);
+  });
+
   it('counts every outcome in connector_enrichment_total, and logs no token', async () => {
     const values = Object.fromEntries((await metrics.enrichment.get()).values.map((v) => [v.labels.outcome, v.value]));
     expect(values).toMatchObject({

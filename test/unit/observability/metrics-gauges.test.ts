@@ -42,6 +42,18 @@ describe('Metrics gauges read from the database', () => {
     for (const text of await Promise.all(scrapes)) expect(text).toMatch(/^connector_pixel_claims_pending 4$/m);
   });
 
+  it('reads the storefront events waiting for product data the same way: one read for 100 scrapes', async () => {
+    const waiting = controlledRead<number>();
+    metrics.onScrapeWaitingForProducts(waiting.read);
+    const scrapes = Array.from({ length: 100 }, () => metrics.registry.metrics());
+    await settle();
+    expect(waiting.calls).toHaveLength(1);
+    waiting.calls[0]!.resolve(12);
+    queue.calls[0]!.resolve({});
+    lag.calls[0]!.resolve({ pending: 0, oldestAgeS: 0 });
+    for (const text of await Promise.all(scrapes)) expect(text).toMatch(/^connector_pixel_events_waiting_for_products 12$/m);
+  });
+
   it('100 concurrent first scrapes share one read of each, and wait for it', async () => {
     const scrapes = Array.from({ length: 100 }, () => metrics.registry.metrics());
     await settle();

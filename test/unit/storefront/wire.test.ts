@@ -225,6 +225,15 @@ describe('TokenBuckets', () => {
     expect(Array.from({ length: 3 }, () => b.take('a'))).toEqual([true, true, false]);
   });
 
+  it('takes several tokens at once, all or none (a cost, not a count)', () => {
+    let now = 0;
+    const b = new TokenBuckets({ rate: 10, burst: 100, nowMs: () => now });
+    expect([b.take('a', 60), b.take('a', 60), b.take('a', 40), b.take('a', 1)]).toEqual([true, false, true, false]);
+    expect([b.take('b', 101), b.take('b', 100)]).toEqual([false, true]);
+    now += 3_000; // 30 tokens back
+    expect([b.take('a', 31), b.take('a', 30)]).toEqual([false, true]);
+  });
+
   it('keeps an empty bucket empty across the turn of its generation, and forgets a key once its bucket is full', () => {
     // rate 1/s, burst 2: a generation lasts 2 s, the time an empty bucket takes to fill
     let now = 0;

@@ -1,8 +1,9 @@
 // Permissions card: the optional features (product images, storefront pixel), whether the store
 // granted the scopes each needs, a "Grant access" button for a missing one, and the storefront
-// pixel's activation state with "Retry activation" and its trust checks of the last day (emails
-// Shopify confirmed, claims that expired unconfirmed, products dropped, events over a limit).
-// Those counts come with the pixel's state in one answer and always take the same five tiles,
+// pixel's activation state with "Retry activation" and its checks of the last day (emails Shopify
+// confirmed, claims that expired unconfirmed, events over a limit, events waiting now for Shopify's
+// product data, unknown products dropped, events dropped after waiting too long for product data).
+// Those counts come with the pixel's state in one answer and always take the same seven tiles,
 // shown (as '—') before the access is granted too, so the card does not move when they arrive
 // or change; before the first answer the rows are laid out from FEATURES with placeholders.
 // Granting: in Shopify admin, App Bridge's shopify.scopes.request([...]) opens Shopify's grant
@@ -28,8 +29,10 @@ const ACTIVITY = [
   ['claims_vouched', 'Emails confirmed by Shopify'],
   ['claims_pending', 'Waiting for Shopify now'],
   ['claims_expired', 'Expired unconfirmed'],
-  ['products_dropped', 'Unknown products dropped'],
   ['events_limited', 'Events over a daily limit'],
+  ['products_waiting', 'Waiting for product data now'],
+  ['products_dropped', 'Unknown products dropped'],
+  ['products_expired', 'No product data in time'],
 ];
 
 const PIXEL_STATES = {
@@ -127,7 +130,7 @@ export function mountPermissions(card, ctx) {
     );
   }
 
-  /** The last day's trust counts: five tiles, '—' until known. */
+  /** The last day's checks: seven tiles, '—' until known. */
   function activityLine(activity) {
     return h(
       'div',
