@@ -31,6 +31,7 @@ export const REDACTED_TABLES = [
   'Backfill',
   'PixelVisitor',
   'PixelEvent',
+  'StockSubscription',
 ] as const;
 
 /** What the scrub of a sent (or dead) contact delete rewrites. */

@@ -1,0 +1,32 @@
+-- CreateTable
+CREATE TABLE "StockSubscription" (
+    "id" SERIAL NOT NULL,
+    "shopId" TEXT NOT NULL,
+    "variantId" TEXT NOT NULL,
+    "productId" TEXT NOT NULL,
+    "email" TEXT NOT NULL,
+    "customerId" TEXT,
+    "source" TEXT NOT NULL,
+    "createdAt" TIMESTAMP(3) NOT NULL,
+    "renewedAt" TIMESTAMP(3) NOT NULL,
+    "expiresAt" TIMESTAMP(3) NOT NULL,
+    "notifiedAt" TIMESTAMP(3),
+
+    CONSTRAINT "StockSubscription_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateIndex
+CREATE INDEX "StockSubscription_shopId_email_idx" ON "StockSubscription"("shopId", "email");
+
+-- CreateIndex
+CREATE INDEX "StockSubscription_shopId_customerId_idx" ON "StockSubscription"("shopId", "customerId");
+
+-- CreateIndex
+CREATE INDEX "StockSubscription_expiresAt_idx" ON "StockSubscription"("expiresAt");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "StockSubscription_shopId_variantId_email_key" ON "StockSubscription"("shopId", "variantId", "email");
+
+-- AddForeignKey
+ALTER TABLE "StockSubscription" ADD CONSTRAINT "StockSubscription_shopId_fkey" FOREIGN KEY ("shopId") REFERENCES "Shop"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
