@@ -134,6 +134,11 @@ const schema = z.object({
   PIXEL_EVENTS_PER_EMAIL_DAY: z.coerce.number().int().min(1).max(10_000_000).default(200),
   PIXEL_ABANDONMENTS_PER_EMAIL_DAY: z.coerce.number().int().min(1).max(10_000_000).default(4),
   PIXEL_LOOKUPS_PER_MINUTE: z.coerce.number().int().min(0).max(10_000).default(10),
+  // the storefront's notify-me form (src/notify-me): how long a subscription is kept after its latest
+  // subscribe, requests per minute per shopper address, requests per hour per email (and per customer)
+  NOTIFY_ME_DAYS: z.coerce.number().int().min(1).max(365).default(90),
+  NOTIFY_ME_PER_IP_MINUTE: z.coerce.number().positive().max(10_000).default(10),
+  NOTIFY_ME_PER_EMAIL_HOUR: z.coerce.number().positive().max(10_000).default(10),
   // delivery classes (src/outbox/classes.ts): the floor share of each lower class, in percent of a
   // workspace's sends, and each class's maximum useful age past due, in hours (0: none)
   DELIVERY_FLOOR_TRIGGERS: z.coerce.number().min(0).max(50).default(15),
@@ -217,6 +222,8 @@ export interface Config {
     abandonmentsPerEmailDay: number;
     lookupsPerMinute: number;
   };
+  /** The storefront's notify-me form: days a subscription is kept, requests per minute per address, per hour per email. */
+  notifyMe: { keepDays: number; perIpPerMinute: number; perEmailPerHour: number };
 }
 
 type Env = Record<string, string | undefined>;
@@ -324,6 +331,7 @@ export function loadConfig(env: Env = process.env): Config {
       abandonmentsPerEmailDay: e.PIXEL_ABANDONMENTS_PER_EMAIL_DAY,
       lookupsPerMinute: e.PIXEL_LOOKUPS_PER_MINUTE,
     },
+    notifyMe: { keepDays: e.NOTIFY_ME_DAYS, perIpPerMinute: e.NOTIFY_ME_PER_IP_MINUTE, perEmailPerHour: e.NOTIFY_ME_PER_EMAIL_HOUR },
   };
 }
 

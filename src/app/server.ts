@@ -41,6 +41,8 @@ import { createSessionStore } from '../integrations/shopify/session-storage';
 import { createOfflineTokens } from '../integrations/shopify/tokens';
 import { createWebPixels } from '../integrations/shopify/web-pixel';
 import { pixelRoute } from '../http/pixel.route';
+import { proxyRoute } from '../http/proxy.route';
+import { createNotifyMeModule } from './notify-me';
 import { createStorefront } from './storefront';
 import type { SweepResult } from '../processing/storefront/sweeper';
 import { createProductRetries } from '../processing/storefront/retries';
@@ -82,6 +84,8 @@ export interface RunningServer {
    * lookup, run on demand (the worker runs it every 15 s); returns how many. Stage 2 then takes them.
    */
   retryStorefrontProducts(): Promise<number>;
+  /** The expiry sweep of back-in-stock subscriptions, run on demand (the worker runs it every 10 minutes); returns how many it deleted. */
+  sweepStockSubscriptions(): Promise<number>;
   /** Graceful: stop accepting, finish in-flight requests and deliveries, close the database. */
   close(): Promise<void>;
 }
@@ -225,6 +229,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const storefront = createStorefront({ config, db, logger, metrics, now, products, customers });
   metrics.onScrapeClaims(() => storefront.claimsPending());
   metrics.onScrapeWaitingForProducts(() => storefront.waitingForProducts());
+  const notifyMe = createNotifyMeModule({ config, db, shopify, tokens, logger, metrics, now });
   const pipeline = buildPipeline({
     config,
     db,
@@ -307,6 +312,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
           adminRoutes({ auth, connection, activity, settings, budget }),
           permissionsRoutes({ auth, permissions, webPixels, pixelActivity: (shopId) => storefront.activity(shopId) }),
           backfill.router(auth),
+          proxyRoute({
+            apiSecret: config.shopify.apiSecret,
+            notifyMe: notifyMe.useCase,
+            logger,
+            metrics,
+            now,
+            trustProxyHops: config.pixel.trustProxyHops,
+          }),
           ...(opts.routers ?? []),
           // dev session tokens only where npm run dev (or a test) asks for them, never by default
           uiRoutes({ config, ...(config.sandbox ? opts.ui : {}) }),
@@ -337,6 +350,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     backfill.runner.start();
     storefront.sweeper.start();
     productRetries.start();
+    notifyMe.sweeper.start();
     // the periodic key check: at most hourly per shop, a few shops per tick
     keyCheck = setInterval(() => {
       connection.checkKeys().catch((err: unknown) => failures.report('key_check', err, 'periodic key check failed', { level: 'warn' }));
@@ -400,6 +414,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       );
       storefront.sweeper.stop();
       productRetries.stop();
+      notifyMe.sweeper.stop();
       stopScan.abort();
       await Promise.all([httpClosed, pipeline.stop(), backfill.runner.stop(), keyScan]);
       await client.close();
@@ -427,5 +442,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     reprobeHolds: () => holds.reprobe(),
     sweepPixels: () => storefront.sweeper.sweep(),
     retryStorefrontProducts: () => productRetries.run(),
+    sweepStockSubscriptions: () => notifyMe.sweeper.sweep(),
   };
 }

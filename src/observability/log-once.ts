@@ -39,7 +39,16 @@ export class LogOnce {
 
 /** The background loops, as connector_background_failures_total{loop} names them. */
 export type LoopName =
-  'lane' | 'worker_pass' | 'stage2' | 'backfill' | 'key_check' | 'key_rotation' | 'pixel_sweep' | 'pixel_retry' | 'holds_reprobe';
+  | 'lane'
+  | 'worker_pass'
+  | 'stage2'
+  | 'backfill'
+  | 'key_check'
+  | 'key_rotation'
+  | 'pixel_sweep'
+  | 'pixel_retry'
+  | 'stock_sweep'
+  | 'holds_reprobe';
 
 /**
  * How every background loop reports a failure: counted in connector_background_failures_total

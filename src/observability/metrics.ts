@@ -83,6 +83,12 @@ export class Metrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
+  readonly notifyMeRequests = new Counter({
+    name: 'connector_notify_me_requests_total',
+    help: "Requests of the storefront's notify-me form through the app proxy, by outcome (created, renewed, in_stock, bad_signature, stale, invalid_request, invalid_email, email_required, no_email, unknown_variant, rate_limited, unavailable, not_available)",
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly pixelEvents = new Counter({
     name: 'connector_pixel_events_total',
     help: "Storefront events read by stage 2, by outcome (accepted, collapsed, waiting for an email, waiting_for_product: Shopify has not described its product yet, described: it was later, ignored, no_consent, invalid, dropped for their product, limited by the email's daily limits) and waiting events deleted unsent (expired)",
@@ -155,7 +161,7 @@ export class Metrics {
   });
   readonly loopFailures = new Counter({
     name: 'connector_background_failures_total',
-    help: 'Failures of background loops (lane, worker_pass, stage2, backfill, key_check, key_rotation, pixel_sweep, pixel_retry, holds_reprobe), each followed by a wait',
+    help: 'Failures of background loops (lane, worker_pass, stage2, backfill, key_check, key_rotation, pixel_sweep, pixel_retry, stock_sweep, holds_reprobe), each followed by a wait',
     labelNames: ['loop'] as const,
     registers: [this.registry],
   });

@@ -59,7 +59,7 @@ const LAYERS: string[][] = [
   ['http'],
   ['admin'],
   ['backfill', 'processing'],
-  ['intake', 'outbox'],
+  ['intake', 'outbox', 'notify-me'],
   ['integrations/shopify', 'integrations/service'],
   ['mapping', 'db'],
   ['settings', 'crypto', 'observability', 'lib'],
