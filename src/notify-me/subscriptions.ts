@@ -22,9 +22,9 @@ export interface NewSubscription {
   expiresAt: Date;
 }
 
-/** A customer as a compliance payload names them: by email (normalised), by id, or both. */
+/** A customer as a compliance request names them: by every address known for them (normalised), by id, or both. */
 export interface SubscriberRef {
-  email: string | null;
+  emails: readonly string[];
   customerId: string | null;
 }
 
@@ -73,12 +73,12 @@ export async function subscribe(db: Db, s: NewSubscription): Promise<'created' |
 
 function matching(shopId: string, ref: SubscriberRef): Prisma.StockSubscriptionWhereInput | null {
   const or: Prisma.StockSubscriptionWhereInput[] = [];
-  if (ref.email) or.push({ email: ref.email });
+  if (ref.emails.length) or.push({ email: { in: [...ref.emails] } });
   if (ref.customerId) or.push({ customerId: ref.customerId });
   return or.length ? { shopId, OR: or } : null;
 }
 
-/** Erases the customer's subscriptions (by exact email, and by customer id); returns how many. */
+/** Erases the customer's subscriptions (by exact addresses, and by customer id); returns how many. */
 export async function eraseSubscriptions(tx: Tx, shopId: string, ref: SubscriberRef): Promise<number> {
   const where = matching(shopId, ref);
   return where ? (await tx.stockSubscription.deleteMany({ where })).count : 0;

@@ -9,6 +9,7 @@ import type { ReceiptOutcome, ReceiptStore } from '../../intake/receipt-store';
 import { describeValue, isEmailAddress } from '../../mapping/email';
 import { id, obj } from '../../mapping/read';
 import type { Logger } from '../../observability/logger';
+import { eraseSubscriptions, exportSubscriptions } from '../../notify-me/subscriptions';
 import { lowerDue, type DueEntry } from '../../outbox/due';
 import type { EmailKeys } from '../storefront/email-keys';
 import { erasePixelData, exportPixelData, visitorsOf } from '../storefront/gdpr';
@@ -214,6 +215,8 @@ export function createGdpr(deps: GdprDeps) {
         await tx.fulfillmentState.deleteMany({ where: state.fulfillments });
         await tx.customerProfile.deleteMany({ where: customerProfiles(shop.id, ref) });
         await eraseExports(tx, shop.id, ref);
+        // back-in-stock subscriptions (the storefront's notify-me form), by every address and by customer id
+        await eraseSubscriptions(tx, shop.id, { emails: ref.emails, customerId: ref.id });
         for (const email of ref.emails) {
           await erasePixelData(tx, shop.id, email, devices, deps.emailKeys); // storefront visitors, claims and trust of the email, and their devices' waiting events
           // a service error naming the address; cleared only if no newer error replaced it meanwhile
@@ -300,6 +303,7 @@ export function createGdpr(deps: GdprDeps) {
         shipments: fulfillments.map((f) => JSON.parse(f.state) as unknown),
         profile: profiles.map(exportedProfile),
         storefront: await exportPixelData(tx, shop.id, ref.emails, deps.emailKeys),
+        back_in_stock: await exportSubscriptions(tx, shop.id, { emails: ref.emails, customerId: ref.id }),
       };
       const row = await tx.dataExport.upsert({
         where: { shopId_requestId: { shopId: shop.id, requestId } },
