@@ -46,4 +46,9 @@ export default tseslint.config(
     files: ['src/admin-ui/**/*.js', 'sandbox/fake-shop/storefront-assets/**/*.js'],
     languageOptions: { sourceType: 'module', globals: { ...globals.browser, ...globals.worker } },
   },
+  {
+    // the notify-me block's script, loaded by Shopify on the storefront as a classic script
+    files: ['extensions/notify-me/assets/**/*.js'],
+    languageOptions: { sourceType: 'script', ecmaVersion: 2017, globals: { ...globals.browser } },
+  },
 );
