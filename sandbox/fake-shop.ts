@@ -1,7 +1,8 @@
 // A fake Shopify for tests and `npm run dev`. Point the app at it with SHOPIFY_ADMIN_ORIGIN=url:
 // it answers the OAuth token endpoint (code grant, token exchange, rotating refresh tokens),
-// the consent page, and Admin GraphQL (shop, products, customers, web pixels, granted scopes,
-// within a query cost bucket); it also mints App Bridge session tokens and signs webhooks.
+// the consent page, and Admin GraphQL (shop, products and their variants' stock, customers, web
+// pixels, granted scopes, within a query cost bucket); it also mints App Bridge session tokens,
+// signs webhooks, and with a storefront forwards its app proxy to the app, signed.
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -21,7 +22,8 @@ import {
 } from './fake-shop/state';
 import { catalogHandler, FakeCatalog, productImageRoutes, sampleProducts, type FakeProductInit } from './fake-shop/catalog';
 import { CostBuckets, type ThrottleStatus } from './fake-shop/cost';
-import { customersHandler, FakeCustomers, type FakeCustomerInit } from './fake-shop/customers';
+import { customerByIdHandler, customersHandler, FakeCustomers, type FakeCustomerInit } from './fake-shop/customers';
+import { changeStock, FakeStock, variantHandler, type StockChange } from './fake-shop/stock';
 import { accessScopesHandler, pixelHandler, type FakePixel } from './fake-shop/pixels';
 import { deliverWebhook, signWebhook, type SignedWebhook, type WebhookOptions } from './fake-shop/webhooks';
 
@@ -36,7 +38,7 @@ export type {
   StorefrontOptions,
 };
 export type { GraphqlRequest } from './fake-shop/graphql';
-export type { FakeProductInit, FakePixel, ScopesUpdatePayload, ThrottleStatus, FakeCustomerInit, Degradation };
+export type { FakeProductInit, FakePixel, ScopesUpdatePayload, ThrottleStatus, FakeCustomerInit, Degradation, StockChange };
 export { signOAuthQuery };
 
 export interface FakeShopOptions {
@@ -113,6 +115,14 @@ export interface FakeShop {
   degrade(domain: string, how: Degradation): () => void;
   /** nodes(ids:) calls the shop answered (products and variants), and the ids they asked for. */
   productLookups(domain: string): Array<{ ids: string[] }>;
+  /** A variant's stock now (every variant starts with 10, the storefront's small Merino Socks with 0). */
+  inventory(domain: string, variantId: string): number;
+  /**
+   * Sets a variant's stock, as the merchant would; returns the webhooks Shopify would send the app
+   * (variants/in_stock or variants/out_of_stock when it crossed zero, then products/update), for
+   * sendWebhook. Null for a variant the shop does not have.
+   */
+  setInventory(domain: string, variantId: string, quantity: number): StockChange | null;
 }
 
 export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
@@ -128,9 +138,12 @@ export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
   const catalog = new FakeCatalog(() => sampleProducts(url));
   const pixels = new Map<string, FakePixel>();
   const customers = new FakeCustomers();
+  const stock = new FakeStock();
   const handlers: GraphqlHandler[] = [
     catalogHandler(state, catalog, costs),
+    variantHandler(state, catalog, stock, costs),
     customersHandler(state, customers, costs),
+    customerByIdHandler(state, customers, costs),
     pixelHandler(state, pixels, costs),
     accessScopesHandler(state, costs),
     shopQueryHandler,
@@ -141,7 +154,7 @@ export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
   app.use(oauthRoutes(state));
   app.use(graphqlRoutes(state, handlers));
   app.use(productImageRoutes());
-  if (opts.storefront) app.use(storefrontRoutes(state, opts.storefront));
+  if (opts.storefront) app.use(storefrontRoutes(state, opts.storefront, { catalog, stock }));
   app.use((_req, res) => res.status(404).json({ errors: 'Not Found' }));
 
   const server = await new Promise<Server>((resolve, reject) => {
@@ -206,5 +219,7 @@ export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
     setThrottle: (domain, status) => costs.set(domainOf(domain), status),
     degrade: (domain, how) => state.degrade(domainOf(domain), how),
     productLookups: (domain) => catalog.lookups(domainOf(domain)),
+    inventory: (domain, variantId) => stock.quantity(domainOf(domain), variantId),
+    setInventory: (domain, variantId, quantity) => changeStock(domainOf(domain), catalog, stock, variantId, quantity),
   };
 }

@@ -9,7 +9,7 @@ import { Router } from 'express';
 import type { GraphqlHandler } from './graphql';
 import type { FakeShopState } from './state';
 import { accessDenied, grants, type CostBuckets } from './cost';
-import { CATALOG, CURRENCY } from './storefront-data';
+import { CATALOG, CURRENCY, variantsOf } from './storefront-data';
 
 export interface FakeVariantInit {
   id: string;
@@ -65,7 +65,7 @@ export function sampleProducts(origin: string): FakeProductInit[] {
     handle: p.handle,
     title: p.title,
     image: `${origin}/_sandbox/product-images/${p.handle}.svg`,
-    variants: [{ id: p.variantId, sku: p.sku, price: p.price }],
+    variants: variantsOf(p).map((v) => ({ id: v.id, title: v.title, sku: v.sku, price: p.price })),
   }));
   return [...samples, ...storefront];
 }

@@ -1,6 +1,6 @@
 // The fake shop's customers for the Admin API: `customers(first:, query:)` with Shopify's search
-// terms `email:"…"` joined by OR (matched exactly, case aside), behind read_customers and the cost
-// bucket. Every shop starts with the sandbox storefront's logged-in customer; tests add their own.
+// terms `email:"…"` joined by OR (matched exactly, case aside), and `customer(id:)` with its
+// `defaultEmailAddress`, behind read_customers and the cost bucket. Every shop starts with the sandbox storefront's logged-in customer; tests add their own.
 import type { GraphqlHandler } from './graphql';
 import type { FakeShopState } from './state';
 import { accessDenied, grants, type CostBuckets } from './cost';
@@ -28,12 +28,20 @@ export class FakeCustomers {
     return m;
   }
 
+  /** An empty email: a customer without one (a phone-only account), found by id only. */
   add(shop: string, c: FakeCustomerInit): void {
-    this.of(shop).set(c.email.trim().toLowerCase(), { id: c.id ?? String(nextCustomerId++), email: c.email.trim() });
+    const id = c.id ?? String(nextCustomerId++);
+    const email = c.email.trim();
+    this.of(shop).set(email ? email.toLowerCase() : `id:${id}`, { id, email });
   }
 
   remove(shop: string, email: string): boolean {
     return this.of(shop).delete(email.trim().toLowerCase());
+  }
+
+  byId(shop: string, id: string): { id: string; email: string } | undefined {
+    for (const c of this.of(shop).values()) if (c.id === id) return c;
+    return undefined;
   }
 }
 
@@ -58,5 +66,25 @@ export function customersHandler(state: FakeShopState, customers: FakeCustomers,
       return c ? [{ id: `gid://shopify/Customer/${c.id}`, email: c.email }] : [];
     });
     return costs.charge(shop.domain, 2 + first, () => ({ data: { customers: { nodes: nodes.slice(0, first) } } }));
+  };
+}
+
+/** `customer(id:)`: the customer and their default email address (null: no such customer). */
+export function customerByIdHandler(state: FakeShopState, customers: FakeCustomers, costs: CostBuckets): GraphqlHandler {
+  return ({ shop, query, variables }) => {
+    if (!/\bcustomer\s*\(/.test(query)) return undefined;
+    if (!grants(state.scopesOf(shop.domain), 'read_customers')) return accessDenied('customer', 'read_customers');
+    const m = /^gid:\/\/shopify\/Customer\/(\d+)$/.exec(String(variables.id ?? ''));
+    const c = m ? customers.byId(shop.domain, m[1]!) : undefined;
+    return costs.charge(shop.domain, 2, () => ({
+      data: {
+        customer: c
+          ? {
+              id: `gid://shopify/Customer/${c.id}`,
+              defaultEmailAddress: c.email ? { emailAddress: c.email } : null,
+            }
+          : null,
+      },
+    }));
   };
 }

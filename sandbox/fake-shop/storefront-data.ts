@@ -4,10 +4,24 @@
 // sends, not only those our pixel keeps).
 import { randomBytes } from 'node:crypto';
 
+export interface CatalogVariant {
+  id: string;
+  /** "Default Title" for a product's only variant, as Shopify names it. */
+  title: string;
+  sku: string;
+}
+
 export interface CatalogProduct {
   handle: string;
   productId: string;
+  /** The variant the product page opens on (its first); with `variants`, the one shown as this record. */
   variantId: string;
+  /** The title of `variantId`; "Default Title" when absent. */
+  variantTitle?: string;
+  /** Every variant, when the product has more than one (same price); absent: `variantId` alone. */
+  variants?: readonly CatalogVariant[];
+  /** What the variants differ in ("Size"), shown by the picker. */
+  optionName?: string;
   title: string;
   vendor: string;
   type: string;
@@ -66,6 +80,26 @@ export const CATALOG: readonly CatalogProduct[] = [
     color: '#4f9d69',
     description: 'Insulated steel bottle, 750 ml, cold for a day.',
   },
+  {
+    // three sizes, the small one sold out (stock.ts): the notify-me block's product
+    handle: 'merino-socks',
+    productId: '8105',
+    variantId: '45105',
+    variantTitle: 'Small',
+    variants: [
+      { id: '45105', title: 'Small', sku: 'SOCK-MER-S' },
+      { id: '45106', title: 'Medium', sku: 'SOCK-MER-M' },
+      { id: '45107', title: 'Large', sku: 'SOCK-MER-L' },
+    ],
+    optionName: 'Size',
+    title: 'Merino Socks',
+    vendor: 'North Knits',
+    type: 'Socks',
+    sku: 'SOCK-MER-S',
+    price: 16,
+    color: '#7a5c99',
+    description: 'Cushioned merino hiking socks in three sizes.',
+  },
 ];
 
 export const CURRENCY = 'USD';
@@ -82,7 +116,19 @@ const money = (amount: number) => ({ amount: Math.round(amount * 100) / 100, cur
 export const formatPrice = (amount: number) => `$${amount.toFixed(2)}`;
 export const imagePath = (p: CatalogProduct) => `/_sandbox/storefront/images/${p.handle}.svg`;
 export const productByHandle = (handle: string) => CATALOG.find((p) => p.handle === handle);
-export const productByVariant = (variantId: string) => CATALOG.find((p) => p.variantId === variantId);
+
+/** The product's variants: its `variants`, or its one variant. */
+export const variantsOf = (p: CatalogProduct): readonly CatalogVariant[] =>
+  p.variants ?? [{ id: p.variantId, title: p.variantTitle ?? 'Default Title', sku: p.sku }];
+
+/** The product of a variant, as a record of that variant (its id, title and SKU in the product's fields). */
+export function productByVariant(variantId: string): CatalogProduct | undefined {
+  for (const p of CATALOG) {
+    const v = variantsOf(p).find((x) => x.id === variantId);
+    if (v) return v.id === p.variantId ? p : { ...p, variantId: v.id, variantTitle: v.title, sku: v.sku };
+  }
+  return undefined;
+}
 
 /** A ProductVariant as customer events carry it (image.src absolute, product.url relative, as Shopify's). */
 export function productVariant(p: CatalogProduct, origin: string) {
@@ -92,8 +138,8 @@ export function productVariant(p: CatalogProduct, origin: string) {
     price: money(p.price),
     product: { id: p.productId, title: p.title, type: p.type, untranslatedTitle: p.title, url: `/products/${p.handle}`, vendor: p.vendor },
     sku: p.sku,
-    title: 'Default Title',
-    untranslatedTitle: 'Default Title',
+    title: p.variantTitle ?? 'Default Title',
+    untranslatedTitle: p.variantTitle ?? 'Default Title',
   };
 }
 
@@ -192,7 +238,7 @@ export function checkoutWebhook(cart: CartRecord, origin: string, customer: type
       product_id: Number(l.product.productId),
       variant_id: Number(l.product.variantId),
       title: l.product.title,
-      variant_title: null,
+      variant_title: l.product.variantTitle ?? null,
       sku: l.product.sku,
       quantity: l.quantity,
       price: l.product.price.toFixed(2),

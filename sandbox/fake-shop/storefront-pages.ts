@@ -26,7 +26,7 @@ export const esc = (s: string) =>
 /** JSON safe inside <script>: no `</script>`, no HTML comment openers. */
 const scriptJson = (v: unknown) => JSON.stringify(v).replace(/</g, '\\u003c');
 
-export function layout(title: string, frame: PageFrame, main: string, script = ''): string {
+export function layout(title: string, frame: PageFrame, main: string, script = '', head = ''): string {
   const count = frame.cart ? cartQuantity(frame.cart) : 0;
   const account = frame.loggedIn
     ? `<form method="post" action="/account/logout"><span>Signed in as Jane Sandbox</span> <button type="submit">Sign out</button></form>`
@@ -38,6 +38,7 @@ export function layout(title: string, frame: PageFrame, main: string, script = '
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(title)} – ${esc(frame.shopName)}</title>
 <link rel="stylesheet" href="/_sandbox/storefront/storefront.css">
+${head}
 </head>
 <body>
 <header class="top">
@@ -77,7 +78,35 @@ export function searchPage(query: string, results: readonly CatalogProduct[]): s
   return `<h1>Search: ${esc(query)}</h1>${results.length ? `<ul class="grid">${results.map(productCard).join('')}</ul>` : '<p>No products match.</p>'}`;
 }
 
-export function productPage(p: CatalogProduct): string {
+/** A variant as the product page offers it: sold out or not, from the shop's stock. */
+export interface PageVariant {
+  id: string;
+  title: string;
+  available: boolean;
+  quantity: number;
+}
+
+export interface ProductPageParts {
+  /** Every variant of the product, in order. */
+  variants: readonly PageVariant[];
+  /** The variant the page shows (the `variant` URL parameter, else the first available one). */
+  selected: string;
+  /** App blocks rendered into the product's column (the notify-me block). */
+  blocks?: string;
+}
+
+export function productPage(p: CatalogProduct, parts?: ProductPageParts): string {
+  const variants = parts?.variants ?? [{ id: p.variantId, title: 'Default Title', available: true, quantity: 1 }];
+  const selected = variants.find((v) => v.id === (parts?.selected ?? p.variantId)) ?? variants[0]!;
+  const picker =
+    variants.length > 1
+      ? `<fieldset class="variant-picker"><legend>${esc(p.optionName ?? 'Option')}</legend>${variants
+          .map(
+            (v) =>
+              `<input type="radio" name="variant-option" id="variant-${esc(v.id)}" value="${esc(v.id)}" data-available="${v.available}"${v.id === selected.id ? ' checked' : ''}><label for="variant-${esc(v.id)}">${esc(v.title)}${v.available ? '' : ' (sold out)'}</label>`,
+          )
+          .join('')}</fieldset>`
+      : '';
   return `<article class="product">
   <img src="${esc(imagePath(p))}" alt="${esc(p.title)}" width="320" height="320">
   <div>
@@ -85,11 +114,55 @@ export function productPage(p: CatalogProduct): string {
     <p class="vendor">${esc(p.vendor)}</p>
     <p class="price" data-testid="price">${formatPrice(p.price)}</p>
     <p>${esc(p.description)}</p>
-    <button type="button" id="add-to-cart" data-variant-id="${esc(p.variantId)}">Add to cart</button>
+    <form id="product-form" class="product-form" action="/cart/add" method="post">
+      ${picker}
+      <input type="hidden" name="id" value="${esc(selected.id)}">
+      <button type="button" id="add-to-cart" data-variant-id="${esc(selected.id)}"${selected.available ? '' : ' disabled'}>${selected.available ? 'Add to cart' : 'Sold out'}</button>
+    </form>
     <p id="added" role="status" hidden>Added to your cart. <a href="/cart">View cart</a></p>
+    ${parts?.blocks ?? ''}
   </div>
-</article>`;
+</article>
+${parts ? stockControls(parts.variants) : ''}`;
 }
+
+/** The sandbox's stand-in for the merchant's inventory screen: restock or sell out each variant. */
+function stockControls(variants: readonly PageVariant[]): string {
+  const rows = variants
+    .map((v) => {
+      const [quantity, verb] = v.available ? [0, 'Sell out'] : [10, 'Restock'];
+      const name = v.title === 'Default Title' ? 'this product' : v.title;
+      return `<tr><td>${esc(v.title)}</td><td>${v.quantity}</td><td><form method="post" action="/_sandbox/stock"><input type="hidden" name="variant_id" value="${esc(v.id)}"><input type="hidden" name="quantity" value="${quantity}"><button type="submit">${verb} ${esc(name)}</button></form></td></tr>`;
+    })
+    .join('');
+  return `<section class="sandbox-stock" aria-labelledby="stock-title">
+  <h2 id="stock-title">Stock (sandbox)</h2>
+  <p>As the merchant would in Shopify's admin. Restocking sends the app <code>variants/in_stock</code> and <code>products/update</code>; selling out sends <code>variants/out_of_stock</code>.</p>
+  <table class="lines"><thead><tr><th>Option</th><th>In stock</th><th>Change</th></tr></thead><tbody>${rows}</tbody></table>
+</section>`;
+}
+
+/** The variant picker, as Shopify's themes do it: the product form's `id`, the `variant` URL parameter, a `change` on the id field. */
+export const VARIANT_SCRIPT = `
+(function () {
+  var form = document.getElementById('product-form');
+  if (!form) return;
+  var field = form.querySelector('[name="id"]');
+  var button = document.getElementById('add-to-cart');
+  form.addEventListener('change', function (e) {
+    var radio = e.target;
+    if (!radio || radio.name !== 'variant-option') return;
+    var available = radio.dataset.available === 'true';
+    field.value = radio.value;
+    button.dataset.variantId = radio.value;
+    button.disabled = !available;
+    button.textContent = available ? 'Add to cart' : 'Sold out';
+    var url = new URL(location.href);
+    url.searchParams.set('variant', radio.value);
+    history.replaceState(null, '', url);
+    field.dispatchEvent(new Event('change', { bubbles: true }));
+  });
+})();`;
 
 /** The product page's add-to-cart: the AJAX cart, then product_added_to_cart, as Shopify's themes. */
 export const ADD_TO_CART_SCRIPT = `

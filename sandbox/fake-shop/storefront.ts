@@ -6,11 +6,18 @@
 // Like Shopify, the shop knows its logged-in customer (customers.ts) and, with `webhooks`, sends
 // the app signed checkouts/create and checkouts/update webhooks of its checkouts, the contact
 // step's email included: what vouches for the email the pixel reports.
+// Product pages render the app's REAL notify-me block (notify-me-block.ts) with the variants' stock
+// (stock.ts), which the page's sandbox controls change, sending the app the stock webhooks; the
+// block's form posts through the shop's app proxy (app-proxy.ts) to the app, signed like Shopify.
 import fs from 'node:fs';
 import path from 'node:path';
 import express, { Router, type Request, type Response } from 'express';
 import type { FakeShopRecord, FakeShopState } from './state';
 import { deliverWebhook } from './webhooks';
+import { appProxyRoutes } from './app-proxy';
+import type { FakeCatalog } from './catalog';
+import { ASSET_PATH, notifyMeBlock, type NotifyMeBlock } from './notify-me-block';
+import { changeStock, type FakeStock } from './stock';
 import {
   CartStore,
   CATALOG,
@@ -22,6 +29,7 @@ import {
   productByHandle,
   productByVariant,
   productVariant,
+  variantsOf,
   type CartRecord,
 } from './storefront-data';
 import {
@@ -34,6 +42,7 @@ import {
   productImageSvg,
   productPage,
   searchPage,
+  VARIANT_SCRIPT,
   type PageConfig,
   type PageEvent,
 } from './storefront-pages';
@@ -81,8 +90,17 @@ function cookies(req: Request): Record<string, string> {
   return out;
 }
 
-export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions): Router {
+/** What the storefront shares with the fake shop's Admin API: its products and their stock. */
+export interface StorefrontShop {
+  catalog: FakeCatalog;
+  stock: FakeStock;
+}
+
+export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions, shopData: StorefrontShop): Router {
   const router = Router();
+  let block: NotifyMeBlock | undefined;
+  // the extension's files, read on first use (a missing file fails the page, not the start)
+  const notifyMe = () => (block ??= notifyMeBlock());
   const carts = new CartStore();
   const dir = assetsDir();
   const endpoint = `${opts.appUrl.replace(/\/+$/, '')}/pixel/events`;
@@ -105,7 +123,7 @@ export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions):
   const cartOf = (req: Request) => carts.get(cookies(req).cart);
   const loggedIn = (req: Request) => cookies(req).customer === SANDBOX_CUSTOMER.id;
 
-  const render = (req: Request, res: Response, title: string, main: string, events: PageEvent[], script = '') => {
+  const render = (req: Request, res: Response, title: string, main: string, events: PageEvent[], script = '', head = '') => {
     const shop = shopRecord();
     const key = opts.pixelKey();
     const cart = cartOf(req);
@@ -136,7 +154,7 @@ export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions):
     res
       .type('html')
       .set('cache-control', 'no-store')
-      .send(layout(title, { shopName: shop.name, cart, loggedIn: loggedIn(req), config }, main, script));
+      .send(layout(title, { shopName: shop.name, cart, loggedIn: loggedIn(req), config }, main, script, head));
   };
   const setCartCookie = (res: Response, cart: CartRecord) => res.cookie('cart', cart.token, { path: '/', httpOnly: true, sameSite: 'lax' });
   /** The checkout's webhook to the app, signed with the app's secret (delivered in the background, as Shopify's). */
@@ -159,14 +177,64 @@ export function storefrontRoutes(state: FakeShopState, opts: StorefrontOptions):
   router.get('/products/:handle', (req, res) => {
     const product = productByHandle(String(req.params.handle));
     if (!product) return void res.status(404).type('text').send('no such product');
+    const shop = shopRecord().domain;
+    const variants = variantsOf(product).map((v) => ({
+      id: v.id,
+      title: v.title,
+      available: shopData.stock.available(shop, v.id),
+      quantity: shopData.stock.quantity(shop, v.id),
+    }));
+    const wanted = typeof req.query.variant === 'string' ? req.query.variant : null;
+    // as Shopify's selected_or_first_available_variant
+    const selected = variants.find((v) => v.id === wanted) ?? variants.find((v) => v.available) ?? variants[0]!;
+    const shown = productByVariant(selected.id) ?? product;
+    const blocks = notifyMe().render({
+      product: { id: product.productId, title: product.title, handle: product.handle, variants },
+      selectedVariantId: wanted,
+      customer: loggedIn(req) ? { id: SANDBOX_CUSTOMER.id, email: SANDBOX_CUSTOMER.email } : null,
+    });
     render(
       req,
       res,
       product.title,
-      productPage(product),
-      [{ name: 'product_viewed', data: { productVariant: productVariant(product, originOf(req)) } }],
-      ADD_TO_CART_SCRIPT,
+      productPage(shown, { variants, selected: selected.id, blocks }),
+      [{ name: 'product_viewed', data: { productVariant: productVariant(shown, originOf(req)) } }],
+      ADD_TO_CART_SCRIPT + VARIANT_SCRIPT,
+      notifyMe().head(),
     );
+  });
+
+  // the merchant's inventory, in the sandbox: the stock changes and, with `webhooks`, the app hears of it as from Shopify
+  router.post('/_sandbox/stock', express.urlencoded({ extended: false, limit: '4kb' }), (req, res) => {
+    const body = (req.body ?? {}) as { variant_id?: unknown; quantity?: unknown };
+    const quantity = Number(body.quantity);
+    if (!Number.isInteger(quantity) || quantity < 0 || quantity > 100_000) return void res.status(422).type('text').send('bad quantity');
+    const shop = shopRecord().domain;
+    const change = changeStock(shop, shopData.catalog, shopData.stock, String(body.variant_id ?? ''), quantity);
+    if (!change) return void res.status(404).type('text').send('no such variant');
+    if (opts.webhooks) {
+      void (async () => {
+        for (const w of change.webhooks)
+          await deliverWebhook(state.opts.apiSecret, opts.appUrl, { topic: w.topic, shopDomain: shop, payload: w.payload }).catch(
+            () => undefined,
+          );
+      })();
+    }
+    res.redirect(303, req.get('referer') ?? '/');
+  });
+
+  router.use(
+    appProxyRoutes({
+      appUrl: opts.appUrl,
+      apiSecret: state.opts.apiSecret,
+      shop: () => shopRecord().domain,
+      customerId: (req) => (loggedIn(req) ? SANDBOX_CUSTOMER.id : null),
+    }),
+  );
+  router.get(`${ASSET_PATH}:name`, (req, res) => {
+    const asset = notifyMe().asset(String(req.params.name));
+    if (!asset) return void res.status(404).end();
+    res.type(asset.type).set('cache-control', 'no-store').sendFile(asset.file);
   });
 
   router.get('/search', (req, res) => {
