@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
+import { DEFAULT_SCOPES } from '../src/config';
 import { graphqlRoutes, shopQueryHandler, type GraphqlHandler } from './fake-shop/graphql';
 import { signHs256, type SessionTokenClaims } from './fake-shop/jwt';
 import { approveAuthorization, oauthRoutes, signOAuthQuery } from './fake-shop/oauth';
@@ -129,7 +130,7 @@ export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
   const state = new FakeShopState({
     apiKey: opts.apiKey,
     apiSecret: opts.apiSecret,
-    scopes: opts.scopes ?? 'read_orders,read_customers,read_checkouts,read_fulfillments',
+    scopes: opts.scopes ?? DEFAULT_SCOPES,
     accessTokenTtlSec: opts.accessTokenTtlSec ?? 3600,
     refreshTokenTtlSec: opts.refreshTokenTtlSec ?? 90 * 24 * 3600,
   });

@@ -22,7 +22,8 @@ export const SANDBOX_DEFAULTS = {
   ENCRYPTION_KEY: Buffer.alloc(32, 's').toString('base64'),
 } as const;
 
-export const DEFAULT_SCOPES = 'read_orders,read_customers,read_checkouts,read_fulfillments';
+// write_app_proxy: the storefront's notify-me form posts through the app proxy ([app_proxy] in shopify.app.toml)
+export const DEFAULT_SCOPES = 'read_orders,read_customers,read_checkouts,read_fulfillments,write_app_proxy';
 
 /** The HTTP servers' limits on a client unless HTTP_*_TIMEOUT_MS say otherwise (see createHttpServer). */
 

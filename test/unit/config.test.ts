@@ -29,7 +29,7 @@ describe('loadConfig', () => {
     expect(c.shopify.appUrl).toBe('http://localhost:3000');
     expect(c.service.webhookUrl).toBe(c.service.baseUrl);
     expect(c.encryption.key).toHaveLength(32);
-    expect(c.shopify.scopes).toEqual(['read_orders', 'read_customers', 'read_checkouts', 'read_fulfillments']);
+    expect(c.shopify.scopes).toEqual(['read_orders', 'read_customers', 'read_checkouts', 'read_fulfillments', 'write_app_proxy']);
   });
 
   it('reads a complete production environment', () => {
