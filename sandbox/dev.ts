@@ -19,7 +19,7 @@ import {
   SHIPMENT_SEQUENCE,
 } from './samples';
 import { startServiceEmulator } from './service-emulator';
-import { loadDevConfig, SANDBOX_DEFAULTS } from '../src/config';
+import { DEFAULT_SCOPES, loadDevConfig, SANDBOX_DEFAULTS } from '../src/config';
 import { startServer } from '../src/app/server';
 
 const DEV_SHOP = 'demo-store.myshopify.com';
@@ -138,7 +138,9 @@ async function dev(): Promise<void> {
         apiSecret: config.shopify.apiSecret,
         port: FAKE_SHOP_PORT,
         host: DEV_HOST,
-        shops: [{ domain: DEV_SHOP, id: '548380009', name: 'Demo Store' }],
+        // read_products granted at install, as a merchant who turned a storefront feature on: the
+        // storefront's notify-me form has the variant it names checked against the catalog
+        shops: [{ domain: DEV_SHOP, id: '548380009', name: 'Demo Store', scopes: `${DEFAULT_SCOPES},read_products` }],
         // the storefront runs the web pixel with the settings the app gave it (webPixelCreate), as Shopify does,
         // and sends the app its checkouts' signed webhooks, which vouch for the email typed at checkout
         storefront: {
@@ -187,6 +189,9 @@ async function dev(): Promise<void> {
       ? `    Service emulator: ${emulator.url}   (received events: ${emulator.url}/_sandbox/events)`
       : `    Email service:    ${config.service.baseUrl}`,
     shop ? `    Simulated shop:   ${shop.url}  (${DEV_SHOP}, installed; its storefront, running the web pixel: ${shop.url}/)` : '',
+    shop
+      ? `    Back in stock:    ${shop.url}/products/merino-socks?variant=45105  (the notify-me block on a sold-out size; restock it below the product)`
+      : '',
     workspace ? `\n  Paste this sandbox API key in the page to connect: ${workspace.apiKey}` : '',
     '  Then use the Simulate panel on the page to send orders, checkouts and customers.',
     '',
