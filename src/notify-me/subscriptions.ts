@@ -71,6 +71,29 @@ export async function subscribe(db: Db, s: NewSubscription): Promise<'created' |
   }
 }
 
+export interface WaitingSubscriber {
+  id: number;
+  email: string;
+  customerId: string | null;
+  productId: string;
+}
+
+/** The subscribers of a variant not told yet and not expired at `at`, oldest first (for the back-in-stock sending). */
+export async function waitingFor(tx: Tx | Db, shopId: string, variantId: string, at: Date, take = 10_000): Promise<WaitingSubscriber[]> {
+  return tx.stockSubscription.findMany({
+    where: { shopId, variantId, notifiedAt: null, expiresAt: { gt: at } },
+    orderBy: { id: 'asc' },
+    take,
+    select: { id: true, email: true, customerId: true, productId: true },
+  });
+}
+
+/** Records that these subscriptions' back-in-stock email was queued; a later subscribe clears it again. */
+export async function markNotified(tx: Tx | Db, ids: readonly number[], at: Date): Promise<number> {
+  if (ids.length === 0) return 0;
+  return (await tx.stockSubscription.updateMany({ where: { id: { in: [...ids] }, notifiedAt: null }, data: { notifiedAt: at } })).count;
+}
+
 function matching(shopId: string, ref: SubscriberRef): Prisma.StockSubscriptionWhereInput | null {
   const or: Prisma.StockSubscriptionWhereInput[] = [];
   if (ref.emails.length) or.push({ email: { in: [...ref.emails] } });
