@@ -8,7 +8,7 @@ import { createCustomerEmailLookup } from '../integrations/shopify/customer-emai
 import type { OfflineTokens } from '../integrations/shopify/tokens';
 import { createVariantLookup } from '../integrations/shopify/variant-lookup';
 import { TokenBuckets } from '../lib/rate-limit';
-import { customerEmails, type StoredCustomerEmail } from '../notify-me/customer-emails';
+import { customerEmails, profileEmail, type StoredCustomerEmail } from '../notify-me/customer-emails';
 import { createSubscriptionSweeper, type SubscriptionSweeper } from '../notify-me/sweeper';
 import { createNotifyMe, type NotifyMe } from '../notify-me/use-case';
 import type { Logger } from '../observability/logger';
@@ -30,7 +30,7 @@ export interface NotifyMeModuleDeps {
   logger: Logger;
   metrics: Metrics;
   now: () => Date;
-  /** What the app keeps as a customer's email (from Shopify's webhooks), asked before the Admin API. */
+  /** What the app keeps as a customer's email, asked before the Admin API; by default the customer profile's. */
   storedEmail?: StoredCustomerEmail;
 }
 
@@ -45,7 +45,7 @@ export function createNotifyMeModule(deps: NotifyMeModuleDeps): NotifyMeModule {
       logger,
       now,
       variants: createVariantLookup({ shopify, tokens, logger, budget: take }),
-      customers: customerEmails(createCustomerEmailLookup({ shopify, tokens, logger, budget: take }), deps.storedEmail),
+      customers: customerEmails(createCustomerEmailLookup({ shopify, tokens, logger, budget: take }), deps.storedEmail ?? profileEmail(db)),
       keepDays: n.keepDays,
       perIpPerMinute: n.perIpPerMinute,
       perEmailPerHour: n.perEmailPerHour,

@@ -3,6 +3,7 @@
 // subscribe, to what, how often; one row per shop, variant and email; and the compliance topics
 // and the expiry sweep that remove them.
 import { forwardedQuery } from '../../sandbox/fake-shop/app-proxy';
+import { sampleCustomer } from '../../sandbox/samples';
 import { testProvider } from '../helpers/db';
 import { API_SECRET, DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';
 
@@ -142,6 +143,15 @@ describe(`POST /proxy/back-in-stock (${testProvider})`, () => {
     const mine = await rows({ customerId: CUSTOMER.id });
     expect(mine.map((r) => [r.variantId, r.email, r.source])).toEqual([[SMALL, 'logged.in@example.com', 'customer']]);
     expect(await rows({ email: 'someone.else@example.com' })).toEqual([]);
+  });
+
+  it("takes a logged-in customer's email from the profile the app keeps, without asking Shopify", async () => {
+    // a customer Shopify told the app about by webhook, whom the fake Admin API does not know
+    const customer = sampleCustomer(4242);
+    expect((await s.webhook('customers/create', customer)).status).toBe(200);
+    const a = await proxy({ variant_id: SMALL }, { customerId: String(customer.id) });
+    expect(a.status).toBe(201);
+    expect((await rows({ customerId: String(customer.id) })).map((r) => r.email)).toEqual([customer.email]);
   });
 
   it('refuses a logged-in customer Shopify has no email for, with 422', async () => {
