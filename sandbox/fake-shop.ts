@@ -24,7 +24,7 @@ import {
 import { catalogHandler, FakeCatalog, productImageRoutes, sampleProducts, type FakeProductInit } from './fake-shop/catalog';
 import { CostBuckets, type ThrottleStatus } from './fake-shop/cost';
 import { customerByIdHandler, customersHandler, FakeCustomers, type FakeCustomerInit } from './fake-shop/customers';
-import { changeStock, FakeStock, variantHandler, type StockChange } from './fake-shop/stock';
+import { changePrice, changeStock, FakeStock, variantHandler, type StockChange, type StockWebhook } from './fake-shop/stock';
 import { accessScopesHandler, pixelHandler, type FakePixel } from './fake-shop/pixels';
 import { deliverWebhook, signWebhook, type SignedWebhook, type WebhookOptions } from './fake-shop/webhooks';
 
@@ -124,6 +124,8 @@ export interface FakeShop {
    * sendWebhook. Null for a variant the shop does not have.
    */
   setInventory(domain: string, variantId: string, quantity: number): StockChange | null;
+  /** Sets a variant's price, as the merchant would; returns the products/update Shopify would send the app (null: no such variant). */
+  setPrice(domain: string, variantId: string, price: number): StockWebhook | null;
 }
 
 export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
@@ -141,7 +143,7 @@ export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
   const customers = new FakeCustomers();
   const stock = new FakeStock();
   const handlers: GraphqlHandler[] = [
-    catalogHandler(state, catalog, costs),
+    catalogHandler(state, catalog, costs, (shop, variantId) => stock.available(shop, variantId)),
     variantHandler(state, catalog, stock, costs),
     customersHandler(state, customers, costs),
     customerByIdHandler(state, customers, costs),
@@ -222,5 +224,6 @@ export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
     productLookups: (domain) => catalog.lookups(domainOf(domain)),
     inventory: (domain, variantId) => stock.quantity(domainOf(domain), variantId),
     setInventory: (domain, variantId, quantity) => changeStock(domainOf(domain), catalog, stock, variantId, quantity),
+    setPrice: (domain, variantId, price) => changePrice(domainOf(domain), catalog, stock, variantId, price),
   };
 }

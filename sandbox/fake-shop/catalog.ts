@@ -113,7 +113,12 @@ export class FakeCatalog {
 
 const GID = /^gid:\/\/shopify\/(Product|ProductVariant)\/(\d+)$/;
 
-export function catalogHandler(state: FakeShopState, catalog: FakeCatalog, costs: CostBuckets): GraphqlHandler {
+export function catalogHandler(
+  state: FakeShopState,
+  catalog: FakeCatalog,
+  costs: CostBuckets,
+  available: (shop: string, variantId: string) => boolean = () => true,
+): GraphqlHandler {
   return ({ shop, query, variables }) => {
     if (!/\bnodes\s*\(/.test(query)) return undefined;
     const ids = Array.isArray(variables.ids) ? variables.ids.map(String) : [];
@@ -147,6 +152,7 @@ export function catalogHandler(state: FakeShopState, catalog: FakeCatalog, costs
         title: v.title ?? 'Default Title',
         sku: v.sku ?? null,
         price: (v.price ?? 10).toFixed(2),
+        availableForSale: available(shop.domain, v.id),
         image: v.image ? { url: v.image } : null,
         product: { id: `gid://shopify/Product/${found.product.id}` },
       };

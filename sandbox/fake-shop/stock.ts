@@ -139,6 +139,24 @@ export function changeStock(
   return { variantId, previous, quantity, webhooks };
 }
 
+/**
+ * Sets a variant's price, as the merchant would; returns the products/update Shopify would send
+ * the app. Null for a variant the shop does not have.
+ */
+export function changePrice(
+  shop: string,
+  catalog: FakeCatalog,
+  stock: FakeStock,
+  variantId: string,
+  price: number,
+  at = new Date(),
+): StockWebhook | null {
+  const found = catalog.variant(shop, variantId);
+  if (!found) return null;
+  found.variant.price = price;
+  return { topic: 'products/update', payload: productUpdate(found.product, (id) => stock.quantity(shop, id), at) };
+}
+
 const VARIANT_GID = /^gid:\/\/shopify\/ProductVariant\/(\d+)$/;
 
 /** Admin GraphQL `productVariant(id:)`: null for a variant the shop does not have. */

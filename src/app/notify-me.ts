@@ -6,7 +6,7 @@ import type { Db } from '../db/client';
 import type { ShopifyApi } from '../integrations/shopify/api';
 import { createCustomerEmailLookup } from '../integrations/shopify/customer-email';
 import type { OfflineTokens } from '../integrations/shopify/tokens';
-import { createVariantLookup } from '../integrations/shopify/variant-lookup';
+import { createVariantLookup, type VariantLookup } from '../integrations/shopify/variant-lookup';
 import { TokenBuckets } from '../lib/rate-limit';
 import { customerEmails, profileEmail, type StoredCustomerEmail } from '../notify-me/customer-emails';
 import { createSubscriptionSweeper, type SubscriptionSweeper } from '../notify-me/sweeper';
@@ -20,6 +20,8 @@ export const NOTIFY_ME_LOOKUPS_PER_MINUTE = 60;
 export interface NotifyMeModule {
   useCase: NotifyMe;
   sweeper: SubscriptionSweeper;
+  /** Whether Shopify sells a variant, and can now: the form's check, and a restock's (app/product-alerts.ts). */
+  variants: VariantLookup;
 }
 
 export interface NotifyMeModuleDeps {
@@ -39,12 +41,14 @@ export function createNotifyMeModule(deps: NotifyMeModuleDeps): NotifyMeModule {
   const budget = new TokenBuckets({ rate: NOTIFY_ME_LOOKUPS_PER_MINUTE / 60, burst: NOTIFY_ME_LOOKUPS_PER_MINUTE, maxKeys: 50_000 });
   const take = (shopId: string) => budget.take(shopId);
   const n = deps.config.notifyMe;
+  const variants = createVariantLookup({ shopify, tokens, logger, budget: take });
   return {
+    variants,
     useCase: createNotifyMe({
       db,
       logger,
       now,
-      variants: createVariantLookup({ shopify, tokens, logger, budget: take }),
+      variants,
       customers: customerEmails(createCustomerEmailLookup({ shopify, tokens, logger, budget: take }), deps.storedEmail ?? profileEmail(db)),
       keepDays: n.keepDays,
       perIpPerMinute: n.perIpPerMinute,

@@ -43,6 +43,7 @@ import { createWebPixels } from '../integrations/shopify/web-pixel';
 import { pixelRoute } from '../http/pixel.route';
 import { proxyRoute } from '../http/proxy.route';
 import { createNotifyMeModule } from './notify-me';
+import { createProductAlerts } from './product-alerts';
 import { createStorefront } from './storefront';
 import type { SweepResult } from '../processing/storefront/sweeper';
 import { createProductRetries } from '../processing/storefront/retries';
@@ -86,6 +87,8 @@ export interface RunningServer {
   retryStorefrontProducts(): Promise<number>;
   /** The expiry sweep of back-in-stock subscriptions, run on demand (the worker runs it every 10 minutes); returns how many it deleted. */
   sweepStockSubscriptions(): Promise<number>;
+  /** The product-alert runner's pass (restocks and price drops due), run on demand; returns the signals it took. */
+  runProductAlerts(): Promise<number>;
   /** Graceful: stop accepting, finish in-flight requests and deliveries, close the database. */
   close(): Promise<void>;
 }
@@ -110,6 +113,8 @@ export interface StartOptions {
   processor?: ProcessorTimings;
   /** Timings of the historical-import runner, for tests. */
   backfillRunner?: Partial<BackfillRunnerDeps>;
+  /** The product-alert runner's safety poll (ms), for tests. */
+  productAlertsPollMs?: number;
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
@@ -193,6 +198,18 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     enrich,
     runner: opts.backfillRunner,
   });
+  const notifyMe = createNotifyMeModule({ config, db, shopify, tokens, logger, metrics, now });
+  const productAlerts = createProductAlerts({
+    db,
+    provider: config.dbProvider,
+    logger,
+    metrics,
+    now,
+    products,
+    variants: notifyMe.variants,
+    onQueued: notifyQueued,
+    pollMs: opts.productAlertsPollMs,
+  });
   const shopIdOf = async (domain: string) => (await db.shop.findUnique({ where: { domain }, select: { id: true } }))?.id ?? null;
   const sideHandlers: Record<SideEffectTopic, SideHandler> = {
     'bulk_operations/finish': async (r) => {
@@ -209,27 +226,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         detached('activating the storefront pixel', webPixels.ensureActive({ id: shopId, domain: r.shopDomain }));
       return { outcome: 'accepted' };
     },
-    'products/update': async (r) => {
-      const shopId = await shopIdOf(r.shopDomain);
-      return shopId
-        ? { outcome: 'accepted', reason: await products.onProductUpdate(shopId, r.payload) }
-        : { outcome: 'ignored', reason: 'unknown shop' };
-    },
-    'products/delete': async (r) => {
-      const shopId = await shopIdOf(r.shopDomain);
-      if (!shopId) return { outcome: 'ignored', reason: 'unknown shop' };
-      return {
-        outcome: 'accepted',
-        reason: (await products.onProductDelete(shopId, r.payload)) ? 'cached product removed' : 'product was not cached',
-      };
-    },
+    ...productAlerts.sideHandlers,
   };
   const abandonment = { graceMs: config.checkouts.graceMinutes * 60_000, maxAgeMs: config.checkouts.maxAgeDays * 86_400_000 };
   const customers = createCustomerLookup({ shopify, tokens, logger, perMinute: config.pixel.lookupsPerMinute });
   const storefront = createStorefront({ config, db, logger, metrics, now, products, customers });
   metrics.onScrapeClaims(() => storefront.claimsPending());
   metrics.onScrapeWaitingForProducts(() => storefront.waitingForProducts());
-  const notifyMe = createNotifyMeModule({ config, db, shopify, tokens, logger, metrics, now });
   const pipeline = buildPipeline({
     config,
     db,
@@ -351,6 +354,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     storefront.sweeper.start();
     productRetries.start();
     notifyMe.sweeper.start();
+    productAlerts.runner.start();
     // the periodic key check: at most hourly per shop, a few shops per tick
     keyCheck = setInterval(() => {
       connection.checkKeys().catch((err: unknown) => failures.report('key_check', err, 'periodic key check failed', { level: 'warn' }));
@@ -415,6 +419,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       storefront.sweeper.stop();
       productRetries.stop();
       notifyMe.sweeper.stop();
+      await productAlerts.runner.stop();
       stopScan.abort();
       await Promise.all([httpClosed, pipeline.stop(), backfill.runner.stop(), keyScan]);
       await client.close();
@@ -443,5 +448,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     sweepPixels: () => storefront.sweeper.sweep(),
     retryStorefrontProducts: () => productRetries.run(),
     sweepStockSubscriptions: () => notifyMe.sweeper.sweep(),
+    runProductAlerts: () => productAlerts.runner.runDue(),
   };
 }

@@ -32,6 +32,7 @@ export const REDACTED_TABLES = [
   'PixelVisitor',
   'PixelEvent',
   'StockSubscription',
+  'ProductInterest',
 ] as const;
 
 /** What the scrub of a sent (or dead) contact delete rewrites. */

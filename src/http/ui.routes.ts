@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import express, { Router, type Request, type Response } from 'express';
-import { EVENT_TABLE, STOREFRONT_EVENT_TABLE } from '../mapping';
+import { EVENT_TABLE, PRODUCT_ALERT_EVENT_TABLE, STOREFRONT_EVENT_TABLE } from '../mapping';
 import { CONTACT_PROPERTY_DEFAULTS, CONTACT_PROPERTIES, EVENT_DEFAULTS, EVENT_NAMES } from '../settings/settings';
 import { OPTIONAL_SCOPES } from '../integrations/shopify/scopes';
 import { DELIVERY_STATUSES } from '../admin/activity';
@@ -55,7 +55,7 @@ const escapeAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;
 /** The catalog the page renders its toggles from: the contract's table, never hard-coded twice. */
 export function buildCatalog() {
   const topicsOf = (name: string) =>
-    Object.entries({ ...EVENT_TABLE, ...STOREFRONT_EVENT_TABLE })
+    Object.entries({ ...EVENT_TABLE, ...STOREFRONT_EVENT_TABLE, ...PRODUCT_ALERT_EVENT_TABLE })
       .filter(([, events]) => (events as readonly string[]).includes(name))
       .map(([t]) => t);
   return {

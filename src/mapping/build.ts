@@ -54,7 +54,7 @@ export function assemble(
   input: MapInput,
   subject: Subject,
   drafts: Draft[],
-  extra: Pick<MapOutput, 'cancelAbandoned' | 'profile' | 'orderSummary' | 'fulfillmentState'> & { whenEmpty?: string } = {},
+  extra: Pick<MapOutput, 'cancelAbandoned' | 'profile' | 'orderSummary' | 'fulfillmentState' | 'purchase'> & { whenEmpty?: string } = {},
 ): MapOutput {
   const { whenEmpty, ...rest } = extra;
   const base = { ...rest, messages: [] as NewMessage[], upserts: [] as NewMessage[], customerId: subject.customerId };

@@ -51,6 +51,15 @@ export const STOREFRONT_EVENT_TABLE = {
   'pixel/events': ['viewed_product', 'added_to_cart', 'browse_abandoned', 'cart_abandoned'],
 } as const satisfies Record<string, readonly EventName[]>;
 
+/**
+ * Stock and price news, from the topics that signal them (side effects of stage 2), sent by the
+ * product-alert runner (src/processing/product-alerts) to the variant's subscribers and viewers.
+ */
+export const PRODUCT_ALERT_EVENT_TABLE = {
+  'variants/in_stock': ['back_in_stock'],
+  'products/update': ['price_dropped'],
+} as const satisfies Record<string, readonly EventName[]>;
+
 const MAPPERS: Record<ForwardedTopic, (input: MapInput) => MapOutput> = {
   'orders/create': mapOrderCreated,
   'orders/paid': mapOrderPaid,

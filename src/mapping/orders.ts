@@ -121,7 +121,10 @@ export function mapOrderCreated(input: MapInput): MapOutput {
   const drafts: Draft[] = [{ eventName: 'order_placed', sourceId: input.webhookId, occurredAt, attributes }, ...perItem];
   const cancel = subject.checkoutToken !== null || subject.email !== null;
   const extra = cancel ? { cancelAbandoned: { checkoutToken: subject.checkoutToken, email: subject.email } } : {};
-  return assemble(input, subject, drafts, { ...extra, ...summaryOf(order, input) });
+  const variantIds = [...new Set(items.map((i) => i.variant_id).filter((v): v is string => v !== null))];
+  const purchase =
+    subject.email !== null && variantIds.length ? { purchase: { email: subject.email, variantIds, at: new Date(occurredAt) } } : {};
+  return assemble(input, subject, drafts, { ...extra, ...purchase, ...summaryOf(order, input) });
 }
 
 export function mapOrderPaid(input: MapInput): MapOutput {

@@ -150,6 +150,8 @@ export interface MapOutput {
   fulfillmentState?: StoredFulfillment;
   /** The order's summary to store (orders/*), even when its event is ignored. */
   orderSummary?: StoredOrder;
+  /** orders/create: the email bought these variants (a shopper's interest in them is then met). */
+  purchase?: { email: string; variantIds: string[]; at: Date };
   /** For the receipt (redaction link). */
   customerId: string | null;
 }

@@ -48,6 +48,7 @@ export type LoopName =
   | 'pixel_sweep'
   | 'pixel_retry'
   | 'stock_sweep'
+  | 'product_alerts'
   | 'holds_reprobe';
 
 /**

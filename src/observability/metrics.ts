@@ -89,6 +89,12 @@ export class Metrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
+  readonly productAlerts = new Counter({
+    name: 'connector_product_alerts_total',
+    help: 'Restocks and price drops Shopify signalled, by kind (restock, price_drop) and how their turn ended (done: messages queued or none to send; dropped: with why; later: Shopify could not be asked yet)',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [this.registry],
+  });
   readonly pixelEvents = new Counter({
     name: 'connector_pixel_events_total',
     help: "Storefront events read by stage 2, by outcome (accepted, collapsed, waiting for an email, waiting_for_product: Shopify has not described its product yet, described: it was later, ignored, no_consent, invalid, dropped for their product, limited by the email's daily limits) and waiting events deleted unsent (expired)",

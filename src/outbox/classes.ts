@@ -44,10 +44,14 @@ export const CLASS_OF_EVENT: Record<EventName | 'connector_test' | 'contact_dele
   customer_updated: 'triggers',
   email_subscribed: 'triggers',
   email_changed: 'triggers',
+  // a shopper asked to hear of it, and stock may sell out again
+  back_in_stock: 'triggers',
   // signals in bulk: the noisiest, and the least valuable when late
   viewed_product: 'behaviour',
   added_to_cart: 'behaviour',
   product_ordered: 'behaviour',
+  // inferred from views: welcome, but worth little late
+  price_dropped: 'behaviour',
 };
 
 /** The class index of a live message by its event name (an unknown name counts as critical: never starved). */

@@ -29,6 +29,8 @@ export const TOPICS = {
   'app/scopes_update': 'side_effect',
   'products/update': 'side_effect',
   'products/delete': 'side_effect',
+  'variants/in_stock': 'side_effect',
+  'variants/out_of_stock': 'side_effect',
   'pixel/events': 'storefront',
   // the app's own receipt: a shop's storefront events due for another product lookup (storefront/retries.ts)
   'pixel/describe': 'storefront',

@@ -1,5 +1,5 @@
 // Per-shop settings: which events are forwarded, which contact properties are sent, the
-// abandonment delay, and the names of imported events. Validated once with zod at the edge.
+// abandonment delay, the price-drop threshold, and the names of imported events. Validated once with zod at the edge.
 import { z } from 'zod';
 
 /** Every event of the contract's table, with its default. connector_test is always on. */
@@ -26,6 +26,10 @@ export const EVENT_DEFAULTS = {
   added_to_cart: true,
   browse_abandoned: true,
   cart_abandoned: true,
+  // stock and price news (src/processing/product-alerts): to notify-me subscribers and vouched
+  // shoppers who viewed or carted the variant
+  back_in_stock: true,
+  price_dropped: true,
 } as const;
 
 export type EventName = keyof typeof EVENT_DEFAULTS;
@@ -60,6 +64,8 @@ export interface Settings {
   events: Record<EventName, boolean>;
   contact_properties: Record<ContactProperty, boolean>;
   abandonment_delay_minutes: number;
+  /** How far (percent) a variant's price must fall below the last known one for price_dropped. */
+  price_drop_threshold_percent: number;
   import_event_names: { customer_imported: string; order_imported: string };
 }
 
@@ -67,6 +73,7 @@ export const DEFAULT_SETTINGS: Settings = {
   events: { ...EVENT_DEFAULTS },
   contact_properties: { ...CONTACT_PROPERTY_DEFAULTS },
   abandonment_delay_minutes: 60,
+  price_drop_threshold_percent: 10,
   import_event_names: { customer_imported: 'customer_imported', order_imported: 'order_imported' },
 };
 
@@ -89,6 +96,7 @@ export const settingsPatchSchema = z
       .min(5)
       .max(7 * 24 * 60)
       .optional(),
+    price_drop_threshold_percent: z.number().int().min(1).max(90).optional(),
     import_event_names: z.object({ customer_imported: eventName.optional(), order_imported: eventName.optional() }).strict().optional(),
   })
   .strict();
@@ -105,6 +113,7 @@ export function mergeSettings(base: Settings, patch: SettingsPatch): Settings {
     events: { ...base.events, ...defined(patch.events as Partial<Settings['events']>) },
     contact_properties: { ...base.contact_properties, ...defined(patch.contact_properties as Partial<Settings['contact_properties']>) },
     abandonment_delay_minutes: patch.abandonment_delay_minutes ?? base.abandonment_delay_minutes,
+    price_drop_threshold_percent: patch.price_drop_threshold_percent ?? base.price_drop_threshold_percent,
     import_event_names: { ...base.import_event_names, ...defined(patch.import_event_names) },
   };
 }

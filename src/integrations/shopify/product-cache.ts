@@ -31,6 +31,11 @@ export interface VariantFacts {
   sku: string | null;
   /** In the shop's currency. */
   price: number | null;
+  /**
+   * Whether a shopper can buy it, as Shopify last said (a lookup's availableForSale, a products/update
+   * payload's inventory, variants/in_stock and variants/out_of_stock); null when unknown.
+   */
+  available: boolean | null;
 }
 
 /**
@@ -82,7 +87,12 @@ const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 function variantFacts(v: unknown): VariantFacts | undefined {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
   const o = v as Record<string, unknown>;
-  return { title: text(o.title), sku: text(o.sku), price: typeof o.price === 'number' && Number.isFinite(o.price) ? o.price : null };
+  return {
+    title: text(o.title),
+    sku: text(o.sku),
+    price: typeof o.price === 'number' && Number.isFinite(o.price) ? o.price : null,
+    available: typeof o.available === 'boolean' ? o.available : null,
+  };
 }
 
 export function fromRow(row: ProductInfoRow): CachedProduct {
@@ -142,7 +152,8 @@ export function domainOfUrl(url: string | null | undefined): string | null {
 /** The facts of the variants Shopify confirmed belong to `productId`. */
 export function confirmedVariants(productId: string, variants: Array<[string, FetchedVariant | null]>): Record<string, VariantFacts> {
   const out: Record<string, VariantFacts> = {};
-  for (const [vid, v] of variants) if (v && v.productId === productId) out[vid] = { title: v.title, sku: v.sku, price: v.price };
+  for (const [vid, v] of variants)
+    if (v && v.productId === productId) out[vid] = { title: v.title, sku: v.sku, price: v.price, available: v.available };
   return out;
 }
 
@@ -194,6 +205,17 @@ function payloadObject(payload: unknown): Obj | null {
 }
 
 /**
+ * Whether a REST variant (products/update, variants/in_stock) can be bought: stock left, stock not
+ * tracked, or sold past zero by the merchant's policy. Null when the payload does not say.
+ */
+export function restAvailable(v: Obj): boolean | null {
+  if (!('inventory_quantity' in v) && !('inventory_management' in v)) return null;
+  if (v.inventory_management === null || str(v.inventory_policy) === 'continue') return true;
+  const q = typeof v.inventory_quantity === 'number' ? v.inventory_quantity : Number(str(v.inventory_quantity) ?? NaN);
+  return Number.isFinite(q) ? q > 0 : null;
+}
+
+/**
  * What a products/update payload says about the product's images and page. Null when it lacks
  * what the cache needs (id, handle, the variants and the images), so the caller invalidates.
  */
@@ -218,7 +240,7 @@ export function parseProductUpdate(payload: unknown): ProductUpdate | null {
     if (!vid) continue;
     const imageId = readId(v.image_id);
     variantImages[vid] = imageId ? (srcById.get(imageId) ?? null) : null;
-    variants[vid] = { title: str(v.title), sku: str(v.sku), price: money(v.price) };
+    variants[vid] = { title: str(v.title), sku: str(v.sku), price: money(v.price), available: restAvailable(v) };
   }
   const status = str(p.status);
   const published = !('published_at' in p) || str(p.published_at) !== null;
@@ -231,6 +253,16 @@ export function parseProductUpdate(payload: unknown): ProductUpdate | null {
     variantImages,
     variants,
   };
+}
+
+/** The variant and product a variants/in_stock or variants/out_of_stock payload (a REST variant) names. */
+export function parseStockChange(payload: unknown): { productId: string; variantId: string } | null {
+  const p = payloadObject(payload);
+  const gid = str(p?.admin_graphql_api_id);
+  const fromGid = gid ? /^gid:\/\/shopify\/ProductVariant\/(\d+)$/.exec(gid)?.[1] : undefined;
+  const variantId = fromGid ?? (p ? readId(p.id) : null);
+  const productId = p ? readId(p.product_id) : null;
+  return variantId && productId ? { productId, variantId } : null;
 }
 
 /** The product id of a products/delete payload (`{id}`). */

@@ -21,6 +21,8 @@ export interface ProductFacts {
   currency: string | null;
   product_url: string | null;
   image_url: string | null;
+  /** Whether the variant can be bought, as Shopify last said; null when unknown (or no variant). */
+  available: boolean | null;
 }
 
 /**
@@ -56,6 +58,7 @@ export function factsOf(p: CachedProduct, variantId: string | null): ProductFact
     currency: p.currency,
     product_url: p.url,
     image_url: (variantId !== null ? p.variantImages[variantId] : null) ?? p.imageUrl,
+    available: v?.available ?? null,
   };
 }
 

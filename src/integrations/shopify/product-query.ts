@@ -1,6 +1,6 @@
 // The Admin GraphQL lookup behind product images and storefront events: one `nodes(ids:)` call for
-// every Product and ProductVariant a batch needs (handles, titles, images, variant titles, SKUs and
-// prices), plus the shop's primary domain and currency.
+// every Product and ProductVariant a batch needs (handles, titles, images, variant titles, SKUs,
+// prices and whether each can be bought), plus the shop's primary domain and currency.
 import type { Session } from '@shopify/shopify-api';
 import type { ShopifyApi } from './api';
 import { adminRequest, type AdminResult, type ThrottleTracker } from './admin-graphql';
@@ -14,7 +14,7 @@ export const PRODUCT_IMAGES_QUERY = `#graphql
     nodes(ids: $ids) {
       __typename
       ... on Product { id handle title onlineStoreUrl featuredImage { url } }
-      ... on ProductVariant { id title sku price image { url } product { id } }
+      ... on ProductVariant { id title sku price availableForSale image { url } product { id } }
     }
   }`;
 
@@ -46,6 +46,8 @@ export interface FetchedVariant {
   sku: string | null;
   /** The price in the shop's currency (Shopify's Money scalar, a decimal string). */
   price: number | null;
+  /** Whether a shopper can buy it now; null when Shopify did not say. */
+  available: boolean | null;
 }
 
 export interface ProductLookup {
@@ -93,6 +95,7 @@ export function parseLookup(productIds: readonly string[], variantIds: readonly 
         title: str(node.title),
         sku: str(node.sku),
         price: price(node.price),
+        available: typeof node.availableForSale === 'boolean' ? node.availableForSale : null,
       });
     }
   }

@@ -21,6 +21,7 @@ import {
   fromRow,
   knowsVariant,
   parseProductDelete,
+  parseStockChange,
   parseProductUpdate,
   productUrl,
   toRowData,
@@ -51,7 +52,21 @@ export interface EnrichResult {
   apiCalls: number;
 }
 
-export type ProductUpdateResult = 'refreshed' | 'invalidated' | 'not_cached' | 'ignored';
+export type ProductUpdateOutcome = 'refreshed' | 'invalidated' | 'not_cached' | 'ignored';
+
+/** A variant price a products/update changed, against the price the cache knew (which a view had looked up, or an earlier update). */
+export interface PriceChange {
+  productId: string;
+  variantId: string;
+  before: number;
+  after: number;
+}
+
+export interface ProductUpdateResult {
+  outcome: ProductUpdateOutcome;
+  /** Variants whose price changed from a price the cache knew (none when the product was not cached). */
+  prices: PriceChange[];
+}
 
 /** `scope`, when given: the offline session's scopes as the caller just read them (null: no session). */
 export type EnrichShop = { id: string; domain: string; scope?: string | null };
@@ -60,6 +75,11 @@ export interface ProductCatalog {
   enrich(shop: EnrichShop, items: readonly LineItemLike[]): Promise<EnrichResult>;
   /** products/update: refreshes a cached row from the payload (no API call); rows not cached stay uncached. */
   onProductUpdate(shopId: string, payload: unknown): Promise<ProductUpdateResult>;
+  /**
+   * variants/in_stock and variants/out_of_stock: whether the variant can be bought now, kept in its
+   * product's row when cached. Returns the variant and product the payload names (null: it names none).
+   */
+  onStockChange(shopId: string, payload: unknown, available: boolean): Promise<{ productId: string; variantId: string } | null>;
   /** products/delete: removes the row. True when there was one. */
   onProductDelete(shopId: string, payload: unknown): Promise<boolean>;
   /**
@@ -311,16 +331,18 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
       const update = parseProductUpdate(payload);
       const changed = update?.productId ?? parseProductDelete(payload);
       if (changed) describer.forget(shopId, changed);
+      const none = (outcome: ProductUpdateOutcome): ProductUpdateResult => ({ outcome, prices: [] });
       if (!update) {
         // not enough to refresh from: forget the row, the next order looks it up
         const productId = parseProductDelete(payload);
-        if (!productId) return 'ignored';
+        if (!productId) return none('ignored');
         const { count } = await db.productInfo.deleteMany({ where: { shopId, productId } });
-        return count > 0 ? 'invalidated' : 'not_cached';
+        return none(count > 0 ? 'invalidated' : 'not_cached');
       }
       const where = { shopId_productId: { shopId, productId: update.productId } };
       const row = await db.productInfo.findUnique({ where });
-      if (!row) return 'not_cached';
+      if (!row) return none('not_cached');
+      const cached = fromRow(row);
       let domain = knownDomain(shopId) ?? domainOfUrl(row.url);
       if (!domain && update.onOnlineStore) {
         const other = await db.productInfo.findFirst({ where: { shopId, url: { not: null } }, select: { url: true } });
@@ -328,8 +350,15 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
       }
       if (!domain && update.onOnlineStore) {
         await db.productInfo.deleteMany({ where: { shopId, productId: update.productId } });
-        return 'invalidated';
+        return none('invalidated');
       }
+      // a payload that does not say whether a variant can be bought keeps what the row knew
+      const variants = Object.fromEntries(
+        Object.entries(update.variants).map(([vid, v]) => [
+          vid,
+          { ...v, available: v.available ?? cached.variants[vid]?.available ?? null },
+        ]),
+      );
       const data = toRowData({
         productId: update.productId,
         handle: update.handle,
@@ -339,11 +368,34 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
         url: productUrl(domain, update.handle, update.onOnlineStore),
         imageUrl: update.imageUrl,
         variantImages: update.variantImages,
-        variants: update.variants,
+        variants,
         fetchedAt: now(),
       });
       const { count } = await db.productInfo.updateMany({ where: { shopId, productId: update.productId }, data });
-      return count > 0 ? 'refreshed' : 'not_cached';
+      const prices: PriceChange[] = [];
+      for (const [variantId, v] of Object.entries(update.variants)) {
+        const before = cached.variants[variantId]?.price ?? null;
+        if (before !== null && v.price !== null && before !== v.price)
+          prices.push({ productId: update.productId, variantId, before, after: v.price });
+      }
+      return count > 0 ? { outcome: 'refreshed', prices } : none('not_cached');
+    },
+
+    async onStockChange(shopId, payload, available) {
+      const stock = parseStockChange(payload);
+      if (!stock) return null;
+      describer.forget(shopId, stock.productId);
+      const row = await db.productInfo.findUnique({ where: { shopId_productId: { shopId, productId: stock.productId } } });
+      const cached = row ? fromRow(row) : null;
+      const v = cached?.variants[stock.variantId];
+      if (cached && v && v.available !== available) {
+        const variants = { ...cached.variants, [stock.variantId]: { ...v, available } };
+        await db.productInfo.updateMany({
+          where: { shopId, productId: stock.productId },
+          data: { variants: JSON.stringify(variants) },
+        });
+      }
+      return stock;
     },
 
     async onProductDelete(shopId, payload) {

@@ -49,8 +49,11 @@ export type VariantLookupResult =
   | { kind: 'unavailable'; reason: VariantUnavailable };
 
 export interface VariantLookup {
-  /** `variantId` numeric; `deadline` epoch ms (Date.now) to answer by. Never throws. */
-  find(shop: { id: string; domain: string }, variantId: string, deadline: number): Promise<VariantLookupResult>;
+  /**
+   * `variantId` numeric; `deadline` epoch ms (Date.now) to answer by. `fresh`: ask Shopify even when
+   * an answer is remembered (a restock must read the stock as it is now). Never throws.
+   */
+  find(shop: { id: string; domain: string }, variantId: string, deadline: number, opts?: { fresh?: boolean }): Promise<VariantLookupResult>;
 }
 
 export interface VariantLookupDeps {
@@ -112,9 +115,9 @@ export function createVariantLookup(deps: VariantLookupDeps): VariantLookup {
   }
 
   return {
-    async find(shop, variantId, deadline) {
+    async find(shop, variantId, deadline, opts = {}) {
       const key = `${shop.id}\u0000${variantId}`;
-      const hit = memo.get(key);
+      const hit = opts.fresh ? undefined : memo.get(key);
       if (hit && hit.until > nowMs()) return hit.result;
       let session: Session | null;
       try {

@@ -237,6 +237,7 @@ export function createForwardReceipts(deps: ForwardDeps) {
         orders.set(k, out.orderSummary as StoredOrder);
         changed.orders.add(k);
       }
+      if (out.purchase) plan.purchases.push({ shopId, ...out.purchase });
       if (out.fulfillmentState) {
         const k = keyOf(shopId, out.fulfillmentState.fulfillmentId);
         fulfillments.set(k, out.fulfillmentState as StoredFulfillment);

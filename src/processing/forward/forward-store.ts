@@ -68,6 +68,8 @@ export interface WritePlan {
   inserts: Prisma.OutboxMessageCreateManyInput[];
   /** Customer profiles this batch changed, merged at commit with the rows as they are then. */
   profiles: StoredProfile[];
+  /** Orders' variants by email: the shopper's interest in them counts as bought (no price drop for them). */
+  purchases: Array<{ shopId: string; email: string; variantIds: string[]; at: Date }>;
   /** Pending messages whose contact properties (or deferred customer_updated body) are rewritten, or that are cancelled. */
   customerMessages: Array<{ id: number; body: string; email: string | null } | { id: number; cancel: string }>;
   orders: Array<{ shopId: string; order: StoredOrder }>;
@@ -80,6 +82,7 @@ export const emptyPlan = (): WritePlan => ({
   replacements: [],
   inserts: [],
   profiles: [],
+  purchases: [],
   customerMessages: [],
   orders: [],
   fulfillments: [],
@@ -292,6 +295,11 @@ export class ForwardStore {
       }
     }
     await mergeProfileRows(tx, this.provider, plan.profiles, mergeStored, now);
+    for (const p of plan.purchases) {
+      await tx.$executeRaw(Prisma.sql`
+        UPDATE "ProductInterest" SET "boughtAt" = ${this.sql.ts(p.at)}
+        WHERE "shopId" = ${p.shopId} AND "email" = ${p.email} AND "variantId" IN (${Prisma.join(p.variantIds)})`);
+    }
     if (plan.orders.length) {
       await upsert(
         tx,

@@ -26,7 +26,7 @@ export async function visitorsOf(tx: Tx, shopId: string, rawEmail: string, keys:
 
 /**
  * Erases what the storefront keeps about `email`: the waiting events of its devices (`clientIds`,
- * from visitorsOf), the identities tied to it, its claims and its trust row. Returns how many
+ * from visitorsOf), the identities tied to it, its claims, its trust row and its product interests. Returns how many
  * devices.
  */
 export async function erasePixelData(tx: Tx, shopId: string, rawEmail: string, clientIds: string[], keys: EmailKeys): Promise<number> {
@@ -36,6 +36,7 @@ export async function erasePixelData(tx: Tx, shopId: string, rawEmail: string, c
   await tx.pixelVisitor.deleteMany({ where: { shopId, email } });
   await tx.pixelClaim.deleteMany({ where: { shopId, emailKey: { in: emailKeys } } });
   await tx.pixelShopper.deleteMany({ where: { shopId, emailKey: { in: emailKeys } } });
+  await tx.productInterest.deleteMany({ where: { shopId, email } });
   return clientIds.length;
 }
 
@@ -54,9 +55,12 @@ export async function exportPixelData(tx: Tx, shopId: string, rawEmails: readonl
   const waiting = clientIds.length
     ? await tx.pixelEvent.findMany({ where: { shopId, clientId: { in: clientIds } }, orderBy: { id: 'asc' }, take: 10_000 })
     : [];
+  const interests = emails.length
+    ? await tx.productInterest.findMany({ where: { shopId, email: { in: emails } }, orderBy: { variantId: 'asc' }, take: 10_000 })
+    : [];
   return {
     summary:
-      'Storefront visitors (Shopify client ids) tied to this email by the web pixel, visitors that gave this email and wait for Shopify to confirm it, their events still waiting to be counted (for an email, or for Shopify to describe their product), and whether Shopify confirmed the email for the shop (with its counts of the day).',
+      'Storefront visitors (Shopify client ids) tied to this email by the web pixel, visitors that gave this email and wait for Shopify to confirm it, their events still waiting to be counted (for an email, or for Shopify to describe their product), whether Shopify confirmed the email for the shop (with its counts of the day), and the products viewed or added to the cart, for back-in-stock and price-drop emails.',
     visitors: visitors.map((v) => ({
       client_id: v.clientId,
       identified_at: v.identifiedAt.toISOString(),
@@ -79,6 +83,17 @@ export async function exportPixelData(tx: Tx, shopId: string, rawEmails: readonl
       occurred_at: e.occurredAt.toISOString(),
       kept_until: e.expiresAt.toISOString(),
       data: JSON.parse(e.data) as unknown,
+    })),
+    product_interests: interests.map((i) => ({
+      product_id: i.productId,
+      variant_id: i.variantId,
+      viewed_at: i.viewedAt?.toISOString() ?? null,
+      added_to_cart_at: i.cartedAt?.toISOString() ?? null,
+      seen_sold_out_at: i.soldOutAt?.toISOString() ?? null,
+      bought_at: i.boughtAt?.toISOString() ?? null,
+      back_in_stock_sent_at: i.restockSentAt?.toISOString() ?? null,
+      price_drop_sent_at: i.dropSentAt?.toISOString() ?? null,
+      kept_until: i.expiresAt.toISOString(),
     })),
   };
 }

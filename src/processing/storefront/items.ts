@@ -4,8 +4,14 @@
 import { createHash } from 'node:crypto';
 import type { ProductFacts } from '../../integrations/shopify/products';
 
-/** Ids, titles, SKU, price and currency, product page and image: Shopify's. */
-export type ProductItem = ProductFacts;
+/** Ids, titles, SKU, price and currency, product page and image: Shopify's, as events carry them. */
+export type ProductItem = Omit<ProductFacts, 'available'>;
+
+/** What an event says about a product: its facts without the stock state, which only decides who hears of a restock. */
+export function productItem(facts: ProductFacts): ProductItem {
+  const { available: _stock, ...item } = facts;
+  return item;
+}
 
 export interface CartItem extends ProductItem {
   quantity: number;
@@ -15,7 +21,7 @@ export interface CartItem extends ProductItem {
 
 /** A cart line: Shopify's product facts and the quantity the shopper added. */
 export function cartItem(facts: ProductFacts, quantity: number): CartItem {
-  return { ...facts, quantity, line_total: facts.price === null ? null : sum([facts.price * quantity]) };
+  return { ...productItem(facts), quantity, line_total: facts.price === null ? null : sum([facts.price * quantity]) };
 }
 
 /** A short, stable digest for derived source ids (no personal data in them, and bounded length). */

@@ -5,7 +5,7 @@
 // ('unknown') or the shop did not grant read_products ('no_scope'); or waits for a later lookup
 // ('pending'): a slow, throttled or failing Admin API never decides an event's fate.
 import type { DescribeOutcome, ProductCatalog, ProductFacts, ProductRef } from '../../integrations/shopify/products';
-import { cartItem } from './items';
+import { cartItem, productItem } from './items';
 import { keyOf, type PixelShop } from './store';
 import type { Undescribed } from './waiting';
 import type { StoreEvent, WireEvent } from './wire';
@@ -59,7 +59,8 @@ export function resolve(shopId: string, e: WireEvent, answers: Answers): Resolve
 
 /** A view or add to cart with Shopify's facts. */
 export function described(e: Undescribed, facts: ProductFacts): StoreEvent {
+  const soldOut = facts.available === false ? { soldOut: true } : {};
   return e.kind === 'view'
-    ? { id: e.id, at: e.at, kind: 'view', product: facts }
-    : { id: e.id, at: e.at, kind: 'add', line: cartItem(facts, e.quantity) };
+    ? { id: e.id, at: e.at, kind: 'view', product: productItem(facts), ...soldOut }
+    : { id: e.id, at: e.at, kind: 'add', line: cartItem(facts, e.quantity), ...soldOut };
 }

@@ -69,8 +69,13 @@ export interface ShopperEventsDeps {
   pending: Map<string, PendingAbandonment[]>;
   browseDelayMs: number;
   cartDelayMs: number;
+  /** How long a view or add counts for back in stock and price drops (INTEREST_MS). */
+  interestMs?: number;
   count(what: Count, n?: number): void;
 }
+
+/** How long a shopper's view or add to cart of a variant counts for back in stock (price drops use 14 days of it). */
+export const INTEREST_MS = 30 * 86_400_000;
 
 export class ShopperEvents {
   private readonly contexts = new Map<string, ShopCtx>();
@@ -135,6 +140,7 @@ export class ShopperEvents {
   ): Count {
     const on = (name: EventName) => ctx.settings.events[name];
     const occurredAt = e.at.toISOString();
+    if (e.kind === 'view' || e.kind === 'add') this.interest(ctx, email, e);
     if (e.kind === 'view') {
       const p = e.product;
       const hour = Math.floor(e.at.getTime() / HOUR_MS);
@@ -224,6 +230,30 @@ export class ShopperEvents {
       c.outcome.messageCount += 1;
       if (row.status === 'queued') due.push({ shopId, runAt: m.runAt });
     }
+  }
+
+  /** A view or add of a variant: what back in stock and price drops go out on (ProductInterest). */
+  private interest(ctx: ShopCtx, email: string, e: Extract<StoreEvent, { kind: 'view' | 'add' }>): void {
+    const item = e.kind === 'view' ? e.product : e.line;
+    if (item.variant_id === null) return;
+    const key = keyOf(ctx.shop.id, `${email}\u0000${item.variant_id}`);
+    const row = this.deps.plan.interests.get(key) ?? {
+      shopId: ctx.shop.id,
+      email,
+      variantId: item.variant_id,
+      productId: item.product_id,
+      viewedAt: null,
+      cartedAt: null,
+      soldOutAt: null,
+      expiresAt: e.at,
+    };
+    const later = (a: Date | null) => (a === null || e.at > a ? e.at : a);
+    if (e.kind === 'view') row.viewedAt = later(row.viewedAt);
+    else row.cartedAt = later(row.cartedAt);
+    if (e.soldOut) row.soldOutAt = later(row.soldOutAt);
+    const until = new Date(e.at.getTime() + (this.deps.interestMs ?? INTEREST_MS));
+    if (until > row.expiresAt) row.expiresAt = until;
+    this.deps.plan.interests.set(key, row);
   }
 
   /** A message of the batch (null when its event is turned off). */

@@ -112,9 +112,24 @@ export interface PixelPlan {
   claimsDone: Array<{ shopId: string; clientId: string }>;
   /** Increments of the shops' hourly counts. */
   stats: Array<{ shopId: string; hour: number; pending: number; vouched: number; dropped: number; limited: number }>;
+  /** Identified shoppers' views and adds to cart of variants (product-alerts), one per shop, email and variant. */
+  interests: Map<string, InterestRow>;
+}
+
+/** A ProductInterest row as the batch leaves it: each time the latest of what the batch saw. */
+export interface InterestRow {
+  shopId: string;
+  email: string;
+  variantId: string;
+  productId: string;
+  viewedAt: Date | null;
+  cartedAt: Date | null;
+  soldOutAt: Date | null;
+  expiresAt: Date;
 }
 
 export const emptyPixelPlan = (): PixelPlan => ({
+  interests: new Map(),
   forget: [],
   eventsDone: [],
   eventsDescribed: [],
@@ -367,6 +382,26 @@ export class PixelStore {
         WHERE "id" = ${u.id} AND "status" IN (${pending})`);
     }
     await insertMessages(tx, provider, plan.inserts, now);
+    await this.writeInterests(tx, [...plan.interests.values()]);
+  }
+
+  /** Interests: each time the later of the row's and the batch's (a view or add never moves one back). */
+  private async writeInterests(tx: Tx, rows: InterestRow[]): Promise<void> {
+    const d = dialectOf(this.sql.provider);
+    const later = (c: string) => {
+      const [a, b] = [`"ProductInterest"."${c}"`, `excluded."${c}"`];
+      return `"${c}" = CASE WHEN ${a} IS NULL THEN ${b} WHEN ${b} IS NULL THEN ${a} ELSE ${d.greatest(a, b)} END`;
+    };
+    await upsertRows(
+      tx,
+      this.sql.provider,
+      'ProductInterest',
+      rows,
+      (r) => keyOf(r.shopId, `${r.email}\u0000${r.variantId}`),
+      Prisma.raw(
+        ` ON CONFLICT ("shopId", "email", "variantId") DO UPDATE SET "productId" = excluded."productId", ${['viewedAt', 'cartedAt', 'soldOutAt', 'expiresAt'].map(later).join(', ')}`,
+      ),
+    );
   }
 
   /** Waiting events that went, were described, or wait longer for their product (their rows, by id). */

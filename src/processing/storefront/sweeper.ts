@@ -28,6 +28,8 @@ export interface SweepResult {
   visitors: number;
   claims: number;
   shoppers: number;
+  /** Product interests past their 30 days (back in stock and price drops). */
+  interests: number;
 }
 
 const HOUR_MS = 3_600_000;
@@ -104,6 +106,16 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
       }),
     deleteUpTo: (at: Date) => deps.db.pixelShopper.deleteMany({ where: { expiresAt: { lte: at } } }),
   };
+  const interests = {
+    edge: (at: Date, skip: number) =>
+      deps.db.productInterest.findFirst({
+        where: { expiresAt: { lte: at } },
+        orderBy: { expiresAt: 'asc' },
+        skip,
+        select: { expiresAt: true },
+      }),
+    deleteUpTo: (at: Date) => deps.db.productInterest.deleteMany({ where: { expiresAt: { lte: at } } }),
+  };
   /** Claims never vouched for: counted per shop (in the hour of the sweep), then deleted, a chunk at a time. */
   const claims = {
     edge: (at: Date, skip: number) =>
@@ -129,6 +141,7 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
       visitors: await deleteExpired(visitors, at),
       claims: await deleteExpired(claims, at),
       shoppers: await deleteExpired(shoppers, at),
+      interests: await deleteExpired(interests, at),
     };
     await deps.db.pixelStat.deleteMany({ where: { hour: { lt: Math.floor(at.getTime() / HOUR_MS) - STATS_KEPT_HOURS } } });
     if (expired.events) deps.metrics.pixelEvents.inc({ outcome: 'expired' }, expired.events);

@@ -34,6 +34,9 @@ export function waitingRow(
   return { ...base, data: dataOf(w) };
 }
 
+/** The key a described row's data marks a sold-out variant with, beside Shopify's product fields. */
+const SOLD_OUT = '_soldOut';
+
 /** What a row keeps of the event: Shopify's product or cart line, or the ids it waits to have described. */
 export function dataOf(w: Waiting): string {
   if (!w.described) {
@@ -41,7 +44,8 @@ export function dataOf(w: Waiting): string {
     return JSON.stringify(e.kind === 'add' ? { ref: e.ref, quantity: e.quantity } : { ref: e.ref });
   }
   const e = w.event;
-  return JSON.stringify(e.kind === 'view' ? e.product : e.kind === 'add' ? e.line : {});
+  const item = e.kind === 'view' ? e.product : e.kind === 'add' ? e.line : {};
+  return JSON.stringify(e.kind !== 'checkout' && e.kind !== 'other' && e.soldOut ? { ...item, [SOLD_OUT]: true } : item);
 }
 
 /** A waiting row back into the event it was (null: a row that cannot be read, left to expire). */
@@ -58,8 +62,11 @@ export function waitingOf(row: WaitingRow): Waiting | null {
         return { described: false, event: { ...base, kind: 'add', ref, quantity: d.quantity } };
       return null;
     }
-    if (row.name === NAMES.view) return { described: true, event: { ...base, kind: 'view', product: data as ProductItem } };
-    if (row.name === NAMES.add) return { described: true, event: { ...base, kind: 'add', line: data as CartItem } };
+    const { [SOLD_OUT]: soldOut, ...item } = data as Record<string, unknown>;
+    const flag = soldOut === true ? { soldOut: true } : {};
+    if (row.name === NAMES.view)
+      return { described: true, event: { ...base, kind: 'view', product: item as unknown as ProductItem, ...flag } };
+    if (row.name === NAMES.add) return { described: true, event: { ...base, kind: 'add', line: item as unknown as CartItem, ...flag } };
     if (row.name === NAMES.checkout) return { described: true, event: { ...base, kind: 'checkout' } };
   } catch {
     /* a row we cannot read is left to expire */

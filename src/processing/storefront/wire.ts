@@ -121,10 +121,14 @@ export type WireEvent =
   | (Base & { kind: 'checkout' })
   | (Base & { kind: 'other' });
 
-/** The storefront events the app acts on, their products described by Shopify; the others are read, validated and let go. */
+/**
+ * The storefront events the app acts on, their products described by Shopify (`soldOut`: Shopify
+ * said the variant could not be bought then; such a view counts for back in stock); the others
+ * are read, validated and let go.
+ */
 export type StoreEvent =
-  | (Base & { kind: 'view'; product: ProductItem })
-  | (Base & { kind: 'add'; line: CartItem })
+  | (Base & { kind: 'view'; product: ProductItem; soldOut?: boolean })
+  | (Base & { kind: 'add'; line: CartItem; soldOut?: boolean })
   | (Base & { kind: 'checkout' })
   | (Base & { kind: 'other' });
 

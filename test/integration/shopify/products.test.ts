@@ -188,7 +188,7 @@ describe('product images for line items', () => {
       "image":{"id":1,"src":"https://cdn.example/linen-v2.png"},
       "images":[{"id":1,"position":1,"src":"https://cdn.example/linen-v2.png"},{"id":9007199254740999,"position":2,"src":"https://cdn.example/linen-v2-sand.png"}],
       "variants":[{"id":9007199254740995,"image_id":9007199254740999},{"id":502,"image_id":null}]}`;
-    await expect(catalog.onProductUpdate(shop.id, payload)).resolves.toBe('refreshed');
+    await expect(catalog.onProductUpdate(shop.id, payload)).resolves.toMatchObject({ outcome: 'refreshed' });
     const result = await catalog.enrich(shop, items.slice(0, 2));
     expect(result).toMatchObject({ outcome: 'hit', apiCalls: 0 });
     expect(result.items).toEqual([
@@ -204,9 +204,10 @@ describe('product images for line items', () => {
 
   it('products/update leaves uncached products uncached, and unpublishing drops the link', async () => {
     const shop = shops.get(SHOP)!;
-    await expect(catalog.onProductUpdate(shop.id, { id: 123456, handle: 'never-ordered', images: [], variants: [] })).resolves.toBe(
-      'not_cached',
-    );
+    await expect(catalog.onProductUpdate(shop.id, { id: 123456, handle: 'never-ordered', images: [], variants: [] })).resolves.toEqual({
+      outcome: 'not_cached',
+      prices: [],
+    });
     expect(await h.db.productInfo.count({ where: { shopId: shop.id, productId: '123456' } })).toBe(0);
     await expect(
       catalog.onProductUpdate(shop.id, {
@@ -216,7 +217,7 @@ describe('product images for line items', () => {
         images: [],
         variants: [{ id: 601, image_id: null }],
       }),
-    ).resolves.toBe('refreshed');
+    ).resolves.toMatchObject({ outcome: 'refreshed' });
     const [tote] = (await catalog.enrich(shop, [{ product_id: '600', variant_id: '601' }])).items;
     expect(tote).toEqual({ image_url: null, product_url: null, product_handle: 'canvas-tote-2' });
   });

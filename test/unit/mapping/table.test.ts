@@ -1,10 +1,19 @@
-import { buildTestEvent, EVENT_TABLE, lookupKeys, mapWebhook, STOREFRONT_EVENT_TABLE } from '../../../src/mapping';
+import {
+  buildTestEvent,
+  EVENT_TABLE,
+  lookupKeys,
+  mapWebhook,
+  PRODUCT_ALERT_EVENT_TABLE,
+  STOREFRONT_EVENT_TABLE,
+} from '../../../src/mapping';
 import { EVENT_NAMES } from '../../../src/settings/settings';
 import { fixture, input, RECEIVED_AT, SHOP } from './helpers';
 
 describe('EVENT_TABLE', () => {
   it('names every configurable event at least once', () => {
-    const covered = new Set([...Object.values(EVENT_TABLE), ...Object.values(STOREFRONT_EVENT_TABLE)].flat());
+    const covered = new Set(
+      [...Object.values(EVENT_TABLE), ...Object.values(STOREFRONT_EVENT_TABLE), ...Object.values(PRODUCT_ALERT_EVENT_TABLE)].flat(),
+    );
     expect(EVENT_NAMES.filter((n) => !covered.has(n))).toEqual([]);
   });
 });

@@ -116,11 +116,11 @@ describe('product cache entries', () => {
       featuredImage: 'https://cdn.example/a.png',
     });
     expect(lookup.products.get('2')).toBeNull();
-    expect(lookup.variants.get('31')).toEqual({ productId: big, image: null, title: 'M', sku: 'LS-M', price: 49.9 });
+    expect(lookup.variants.get('31')).toEqual({ productId: big, image: null, title: 'M', sku: 'LS-M', price: 49.9, available: null });
   });
 
   it('uses the variant image, else the featured image; links only products on the Online Store', () => {
-    const variant = { title: 'Red', sku: null, price: 20 };
+    const variant = { title: 'Red', sku: null, price: 20, available: true };
     const entry = fromLookup(
       '1',
       { handle: 'tote', title: 'Tote', onlineStoreUrl: 'x', featuredImage: 'https://cdn.example/tote.png' },
@@ -169,7 +169,10 @@ describe('products/update and products/delete payloads', () => {
       onOnlineStore: true,
       imageUrl: 'https://cdn.example/front.png',
       variantImages: { '9007199254740997': 'https://cdn.example/back.png', '42': null },
-      variants: { '9007199254740997': { title: 'M', sku: 'LS-M', price: 49.9 }, '42': { title: 'L', sku: null, price: 52 } },
+      variants: {
+        '9007199254740997': { title: 'M', sku: 'LS-M', price: 49.9, available: null },
+        '42': { title: 'L', sku: null, price: 52, available: null },
+      },
     });
   });
 

@@ -3,6 +3,7 @@
 // pure, checked here case by case; the whole stack runs them in
 // test/integration/storefront-slow-shopify.test.ts.
 import { chunksOf } from '../../../src/integrations/shopify/product-describe';
+import { productItem } from '../../../src/processing/storefront/items';
 import type { ProductFacts, ProductRef } from '../../../src/integrations/shopify/products';
 import { ClientQueues } from '../../../src/processing/storefront/queues';
 import type { Answer, Answers } from '../../../src/processing/storefront/resolve';
@@ -24,6 +25,7 @@ const facts = (id: string): ProductFacts => ({
   currency: 'USD',
   product_url: null,
   image_url: null,
+  available: true,
 });
 const ref = (id: string): ProductRef => ({ product_id: id, variant_id: `${id}0` });
 const view = (id: string, eventId = `e-${id}`) => ({ id: eventId, at: NOW, kind: 'view' as const, ref: ref(id) });
@@ -131,7 +133,7 @@ describe('ClientQueues', () => {
     const q = new ClientQueues(plan, NOW, 24 * HOUR, emailRows, stored);
     q.push(CK, { described: false, event: view('4') }, r);
     expect(q.drain(CK, answers(['2']), null)).toMatchObject({ described: 1, blocked: true });
-    expect(plan.eventsDescribed).toEqual([{ id: 2, data: JSON.stringify(facts('2')) }]);
+    expect(plan.eventsDescribed).toEqual([{ id: 2, data: JSON.stringify(productItem(facts('2'))) }]);
     // identified now: the events that waited for an email only, in order; the rest still wait for their products
     expect(ids(q.takeForEmail(CK))).toEqual(['1', '2']);
     expect(plan.eventsDone).toEqual([1, 2]);
