@@ -6,8 +6,8 @@
 // the unsaved part of a batch is simply read again by whoever continues.
 import { randomUUID } from 'node:crypto';
 import type { Backfill } from '@prisma/client';
-import { Backoff, LOOP_BACKOFF, SHOP_BACKOFF } from '../lib/backoff';
-import { LoopSleep } from '../lib/loop-sleep';
+import { Backoff, SHOP_BACKOFF } from '../lib/backoff';
+import { BackgroundLoop } from '../lib/background-loop';
 import { LogOnce, LoopFailures } from '../observability/log-once';
 import type { BackfillRunnerDeps } from './deps';
 import { InvalidLineError, LineTooLongError } from './jsonl';
@@ -25,14 +25,10 @@ export class BackfillRunner {
   private readonly opWaiters = new Map<string, () => void>();
   /** Operations whose finish webhook arrived while nobody was waiting (between two polls). */
   private readonly finishedOps = new Set<string>();
-  private loop?: Promise<void>;
-  private stopping = false;
-  private readonly sleeper = new LoopSleep();
+  private readonly loop: BackgroundLoop;
   /** A job that crashed is not claimed again here until its growing wait is over. */
   private readonly jobBackoff = new Backoff<string>(SHOP_BACKOFF);
   private readonly crashedIds = new Set<string>();
-  /** Looking for work failed (the database away): growing waits. */
-  private readonly claimBackoff = new Backoff<string>(LOOP_BACKOFF);
   private readonly failures: LoopFailures;
 
   constructor(private readonly deps: BackfillRunnerDeps) {
@@ -40,6 +36,12 @@ export class BackfillRunner {
     this.failures = new LoopFailures(new LogOnce(deps.logger, 60_000), deps.metrics?.loopFailures);
     this.now = deps.now ?? (() => new Date());
     this.store = new BackfillStore(deps.db, deps.provider, this.now, this.runnerId, this.leaseMs);
+    // looking for work fails when the database is away: growing waits
+    this.loop = new BackgroundLoop({
+      pass: () => this.claimWork(),
+      onFailure: (err, retryInMs) =>
+        this.failures.report('backfill', err, 'backfill runner: looking for work failed; retrying after a growing wait', { retryInMs }),
+    });
   }
 
   private get leaseMs(): number {
@@ -47,14 +49,12 @@ export class BackfillRunner {
   }
 
   start(): void {
-    if (this.loop) return;
-    this.stopping = false;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Looks for work now (after a backfill was created). */
   wake(): void {
-    this.sleeper.wake();
+    this.loop.wake();
   }
 
   /** Graceful: stops every job at its next step, gives the leases back. Unsaved reading is re-read later. */
@@ -68,12 +68,10 @@ export class BackfillRunner {
   }
 
   private async halt(reason: StopReason): Promise<void> {
-    this.stopping = true;
-    this.sleeper.interrupt();
+    const loop = this.loop.stop();
     for (const job of this.jobs.values()) job.controller.abort(new Stop(reason));
-    await this.loop;
+    await loop;
     await Promise.all([...this.jobs.values()].map((j) => j.done));
-    this.loop = undefined;
   }
 
   /**
@@ -100,27 +98,14 @@ export class BackfillRunner {
     return this.jobs.size;
   }
 
-  private async run(): Promise<void> {
-    while (!this.stopping) {
-      let wait = this.deps.pollMs ?? 2_000;
-      let wakeable = true;
-      try {
-        while (this.jobs.size < (this.deps.maxConcurrent ?? 2) && !this.stopping) {
-          const b = await this.store.claimNext([...this.jobs.keys(), ...this.backingOff()]);
-          if (!b) break;
-          this.launch(b);
-        }
-        this.claimBackoff.succeed('claim');
-      } catch (err) {
-        wait = this.claimBackoff.fail('claim');
-        wakeable = false;
-        this.failures.report('backfill', err, 'backfill runner: looking for work failed; retrying after a growing wait', {
-          retryInMs: wait,
-        });
-      }
-      if (this.stopping) break;
-      await this.sleeper.sleep(wait, wakeable);
+  /** Claims backfills while there is room for another job; returns when to look again. */
+  private async claimWork(): Promise<number> {
+    while (this.jobs.size < (this.deps.maxConcurrent ?? 2) && !this.loop.stopped) {
+      const b = await this.store.claimNext([...this.jobs.keys(), ...this.backingOff()]);
+      if (!b) break;
+      this.launch(b);
     }
+    return this.deps.pollMs ?? 2_000;
   }
 
   /** Imports whose last job crashed and whose wait is not over. */
@@ -150,7 +135,7 @@ export class BackfillRunner {
       )
       .finally(() => {
         this.jobs.delete(b.id);
-        if (!this.stopping) this.sleeper.wake();
+        if (!this.loop.stopped) this.loop.wake();
       });
     this.jobs.set(b.id, { controller, done });
   }

@@ -7,8 +7,8 @@
 // refreshed. When Shopify cannot be asked, the signal waits, longer each time, and is kept.
 import { randomUUID } from 'node:crypto';
 import type { Db, DbProvider } from '../../db/client';
-import { Backoff, backoffDelayMs, LOOP_BACKOFF, type BackoffPolicy } from '../../lib/backoff';
-import { LoopSleep } from '../../lib/loop-sleep';
+import { backoffDelayMs, type BackoffPolicy } from '../../lib/backoff';
+import { BackgroundLoop } from '../../lib/background-loop';
 import { alertMessage, type AlertProduct } from '../../mapping/product-alerts';
 import type { LoopFailures } from '../../observability/log-once';
 import type { Logger } from '../../observability/logger';
@@ -52,32 +52,33 @@ type Outcome = { state: 'done' | 'dropped'; note: string } | { state: 'later'; n
 
 export class ProductAlertRunner {
   readonly owner = `alerts-${randomUUID().slice(0, 8)}`;
-  private readonly sleeper = new LoopSleep();
-  private readonly backoff = new Backoff<string>(LOOP_BACKOFF);
-  private stopping = false;
-  private loop?: Promise<void>;
+  private readonly loop: BackgroundLoop;
   private lastPrune = 0;
   /** The pass under way: passes run one at a time, the loop's and those run on demand alike. */
   private pass: Promise<number> = Promise.resolve(0);
 
-  constructor(private readonly deps: AlertRunnerDeps) {}
-
-  start(): void {
-    if (this.loop) return;
-    this.stopping = false;
-    this.loop = this.run();
+  constructor(private readonly deps: AlertRunnerDeps) {
+    this.loop = new BackgroundLoop({
+      pass: async () => {
+        await this.runDue();
+        return deps.pollMs ?? 15_000;
+      },
+      onFailure: (err, retryInMs) =>
+        deps.failures.report('product_alerts', err, 'product alerts failed; retrying after a growing wait', { retryInMs }),
+    });
   }
 
-  async stop(): Promise<void> {
-    this.stopping = true;
-    this.sleeper.interrupt();
-    await this.loop;
-    this.loop = undefined;
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** A signal was recorded (in this process). */
   nudge(): void {
-    this.sleeper.wake();
+    this.loop.wake();
   }
 
   /** Works every due signal, after any pass under way; returns how many it took. */
@@ -96,28 +97,13 @@ export class ProductAlertRunner {
     ) {
       n += 1;
       await this.work(s);
-      if (this.stopping) break;
+      if (this.loop.stopped) break;
     }
     if (Date.now() - this.lastPrune > 3_600_000) {
       this.lastPrune = Date.now();
       await this.deps.signals.prune(new Date(this.deps.now().getTime() - SIGNAL_KEPT_MS));
     }
     return n;
-  }
-
-  private async run(): Promise<void> {
-    while (!this.stopping) {
-      try {
-        await this.runDue();
-        this.backoff.succeed('alerts');
-      } catch (err) {
-        const delay = this.backoff.fail('alerts');
-        this.deps.failures.report('product_alerts', err, 'product alerts failed; retrying after a growing wait', { retryInMs: delay });
-        await this.sleeper.sleep(delay, false);
-        continue;
-      }
-      if (!this.stopping) await this.sleeper.sleep(this.deps.pollMs ?? 15_000);
-    }
   }
 
   private async work(s: Signal): Promise<void> {
@@ -217,7 +203,7 @@ export class ProductAlertRunner {
       if (n > 0) this.deps.onQueued(s.shopId);
       // the event loop turns between chunks: requests and other work go on meanwhile
       await new Promise<void>((resolve) => setImmediate(resolve));
-      if (this.stopping) return { state: 'later', note: 'the process stopped mid-way; the rest goes next' };
+      if (this.loop.stopped) return { state: 'later', note: 'the process stopped mid-way; the rest goes next' };
     }
     return { state: 'done', note: `${queued} message(s) queued` };
   }
