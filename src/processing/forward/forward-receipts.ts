@@ -89,8 +89,9 @@ export function createForwardReceipts(deps: ForwardDeps) {
       if (keys.orderId) need.orders.add(keyOf(shop.id, keys.orderId));
       if (keys.fulfillmentId) need.fulfillments.add(keyOf(shop.id, keys.fulfillmentId));
     }
-    const [profiles, orders, fulfillments] = await Promise.all([
+    const [profiles, pendingOfCustomers, orders, fulfillments] = await Promise.all([
       store.profiles(need.profiles),
+      store.pendingCustomerMessages(need.profiles),
       store.orders(need.orders),
       store.fulfillments(need.fulfillments),
     ]);
@@ -105,11 +106,11 @@ export function createForwardReceipts(deps: ForwardDeps) {
       customerOf.set(item, k);
       if (!need.profiles.has(k)) more.add(k);
     }
-    const [moreProfiles, pendingOfCustomers] = await Promise.all([
-      store.profiles(more),
-      store.pendingCustomerMessages(new Set(customerOf.values())),
-    ]);
-    for (const [k, p] of moreProfiles) profiles.set(k, p);
+    if (more.size) {
+      const [moreProfiles, morePending] = await Promise.all([store.profiles(more), store.pendingCustomerMessages(more)]);
+      for (const [k, p] of moreProfiles) profiles.set(k, p);
+      for (const [k, list] of morePending) pendingOfCustomers.set(k, list);
+    }
     const storedProfiles = new Map([...profiles].map(([k, p]) => [k, JSON.stringify(p)]));
     const updates = new CustomerUpdates(pendingOfCustomers);
     const missingOrders = new Set([...need.orders].filter((k) => !orders.has(k)));
