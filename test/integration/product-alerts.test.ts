@@ -181,6 +181,29 @@ describe(`back in stock and price drops (${testProvider})`, () => {
     expect(await sh.sent('price_dropped')).toHaveLength(1);
   });
 
+  it('leaves out a shopper who unsubscribed from email marketing, but tells a subscriber who asked', async () => {
+    const sh = await shop();
+    const quit = await sh.shopper('quit@example.com');
+    expect(await quit([ev.view(SOCKS_SMALL, clock.now())])).toBe(204);
+    await s.settle();
+    // Shopify says the customer behind that address unsubscribed
+    await sh.send('customers/create', { id: 555, email: 'quit@example.com', first_name: 'Q', updated_at: clock.now().toISOString() });
+    await sh.send('customers_email_marketing_consent/update', {
+      customer_id: 555,
+      email_address: 'quit@example.com',
+      email_marketing_consent: { state: 'unsubscribed', opt_in_level: null, consent_updated_at: clock.now().toISOString() },
+    });
+    await subscribe(sh.shopId, 'quit@example.com', '45106');
+    await sh.restock(SOCKS_SMALL.variantId);
+    await s.app.runProductAlerts();
+    expect(await sh.sent('back_in_stock')).toEqual([]);
+    // the subscription is to another size: they asked, so they hear of it
+    s.shop.setInventory(sh.domain, '45106', 0);
+    await sh.restock('45106');
+    await s.app.runProductAlerts();
+    expect((await sh.sent('back_in_stock')).map((m) => [m.email, m.attributes.variant_id])).toEqual([['quit@example.com', '45106']]);
+  });
+
   it('holds to the merchant’s threshold and switch', async () => {
     const sh = await shop();
     const ann = await sh.shopper('ann@example.com');
