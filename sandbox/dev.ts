@@ -166,6 +166,10 @@ async function dev(): Promise<void> {
             shop.sendWebhook(running.url, { topic: 'app/scopes_update', shopDomain: domain, payload: shop.grantScopes(domain, scopes) })
         : undefined,
       sandboxLinks: emulator ? [{ label: 'Events received by the service emulator', href: `${emulator.url}/_sandbox/events` }] : [],
+      // the admin page's back-in-stock card links here: the simulated shop has no theme editor
+      notifyMePreview: shop
+        ? { label: 'the simulated storefront’s sold-out Merino Socks', href: `${shop.url}/products/merino-socks?variant=45105` }
+        : undefined,
     },
   });
   handleSignals({

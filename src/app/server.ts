@@ -49,6 +49,7 @@ import type { SweepResult } from '../processing/storefront/sweeper';
 import { createProductRetries } from '../processing/storefront/retries';
 import { createActivity, DELIVERY_STATUSES } from '../admin/activity';
 import { createBudget, readClassQueues } from '../admin/budget';
+import { createProductAlertsView } from '../admin/product-alerts';
 import { createConnectionUseCases } from '../admin/connection';
 import { createPermissions } from '../admin/permissions';
 import type { EnrichItems } from '../processing/forward/forward-receipts';
@@ -282,6 +283,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const holds = createHolds({ db, repo, logger, now, onRequeued: notifyQueued });
   const settings = createSettingsUseCases(db);
   const budget = createBudget({ db, now });
+  const productAlertsView = createProductAlertsView({ db, provider: config.dbProvider, apiKey: config.shopify.apiKey, now });
 
   const auth = sessionTokenMiddleware({ shopify, db, tokens, logger, onResumed: notifyQueued });
   let shuttingDown = false;
@@ -312,7 +314,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     routers: config.webEnabled
       ? [
           authRoutes({ shopify, db, tokens, logger, onResumed: notifyQueued }),
-          adminRoutes({ auth, connection, activity, settings, budget }),
+          adminRoutes({ auth, connection, activity, settings, budget, productAlerts: productAlertsView }),
           permissionsRoutes({ auth, permissions, webPixels, pixelActivity: (shopId) => storefront.activity(shopId) }),
           backfill.router(auth),
           proxyRoute({

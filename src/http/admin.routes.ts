@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { settingsPatchSchema } from '../settings/settings';
 import { DELIVERY_STATUSES, type Activity } from '../admin/activity';
 import type { Budget } from '../admin/budget';
+import { RECENT_LIMIT, WAITING_LIMIT, type ProductAlertsViewUseCase } from '../admin/product-alerts';
 import type { ConnectionUseCases } from '../admin/connection';
 import type { SettingsUseCases } from '../admin/settings';
 import { HttpError } from './errors';
@@ -15,6 +16,7 @@ export interface AdminRoutesDeps {
   activity: Activity;
   settings: SettingsUseCases;
   budget: Budget;
+  productAlerts: ProductAlertsViewUseCase;
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
@@ -54,11 +56,17 @@ const deliveriesQuery = z.object({
     .transform(Number)
     .optional(),
 });
+const productAlertsQuery = z
+  .object({
+    waiting_limit: z.coerce.number().int().min(1).max(WAITING_LIMIT.max).optional(),
+    recent_limit: z.coerce.number().int().min(1).max(RECENT_LIMIT.max).optional(),
+  })
+  .strict();
 const testEventBody = z.object({ email: z.string().trim().toLowerCase().email('must be an email address').max(254).optional() }).strict();
 
 export function adminRoutes(deps: AdminRoutesDeps): Router {
   const r = Router();
-  const { connection, activity, settings, budget } = deps;
+  const { connection, activity, settings, budget, productAlerts } = deps;
   r.use('/api', deps.auth);
 
   r.get('/api/connection', async (_req, res) => {
@@ -108,6 +116,10 @@ export function adminRoutes(deps: AdminRoutesDeps): Router {
   });
   r.get('/api/budget', async (_req, res) => {
     res.json(await budget.view(shopOf(res).id));
+  });
+  r.get('/api/product-alerts', async (req, res) => {
+    const q = parse(productAlertsQuery, req.query);
+    res.json(await productAlerts.view(shopOf(res), { waitingLimit: q.waiting_limit, recentLimit: q.recent_limit }));
   });
   r.get('/api/data-requests', async (_req, res) => {
     res.json({ data_requests: await activity.dataRequests(shopOf(res).id) });

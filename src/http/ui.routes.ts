@@ -6,7 +6,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import express, { Router, type Request, type Response } from 'express';
 import { EVENT_TABLE, PRODUCT_ALERT_EVENT_TABLE, STOREFRONT_EVENT_TABLE } from '../mapping';
-import { CONTACT_PROPERTY_DEFAULTS, CONTACT_PROPERTIES, EVENT_DEFAULTS, EVENT_NAMES } from '../settings/settings';
+import {
+  CONTACT_PROPERTY_DEFAULTS,
+  CONTACT_PROPERTIES,
+  EVENT_DEFAULTS,
+  EVENT_NAMES,
+  PRICE_DROP_THRESHOLD_LIMITS,
+} from '../settings/settings';
 import { OPTIONAL_SCOPES } from '../integrations/shopify/scopes';
 import { DELIVERY_STATUSES } from '../admin/activity';
 import { DEV_TOKEN_TTL_SEC, SHOP_DOMAIN } from './dev-session';
@@ -36,6 +42,12 @@ export interface UiRoutesDeps {
   grantScopes?: (shop: string, scopes: string[]) => Promise<unknown>;
   /** Sandbox only: links shown in the dev panel (e.g. the emulator's /_sandbox/events). */
   sandboxLinks?: SandboxLink[];
+  /**
+   * Sandbox only: the simulated storefront's page of a sold-out variant, where the notify-me block
+   * shows. The back-in-stock card links there instead of to Shopify's theme editor, which a
+   * simulated shop does not have.
+   */
+  notifyMePreview?: SandboxLink;
   /** The shop the dev page acts as when the URL has no ?shop=. */
   devShop?: string;
   /** Where the page's files live; found next to the sources by default. */
@@ -62,6 +74,7 @@ export function buildCatalog() {
     events: EVENT_NAMES.map((name) => ({ name, topics: topicsOf(name), default_on: EVENT_DEFAULTS[name] })),
     contact_properties: CONTACT_PROPERTIES.map((name) => ({ name, default_on: CONTACT_PROPERTY_DEFAULTS[name] })),
     abandonment_delay_minutes: { min: 5, max: 7 * 24 * 60 },
+    price_drop_threshold_percent: { ...PRICE_DROP_THRESHOLD_LIMITS },
     delivery_statuses: DELIVERY_STATUSES,
   };
 }
@@ -106,6 +119,7 @@ export function uiRoutes(deps: UiRoutesDeps): Router {
       ? {
           simulate_topics: simulate ? (deps.simulateTopics ?? Object.keys(EVENT_TABLE)) : [],
           links: deps.sandboxLinks ?? [],
+          notify_me_preview: deps.notifyMePreview ?? null,
           ...(grantScopes ? { grant_scopes: true } : {}),
         }
       : null,

@@ -77,6 +77,9 @@ export const DEFAULT_SETTINGS: Settings = {
   import_event_names: { customer_imported: 'customer_imported', order_imported: 'order_imported' },
 };
 
+/** The range of price_drop_threshold_percent, in whole percent (the page's field reads it from the catalog). */
+export const PRICE_DROP_THRESHOLD_LIMITS = { min: 1, max: 90 } as const;
+
 const eventName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'event names are lower snake_case, at most 64 characters');
 
 /** What PUT /api/settings accepts: a partial update; unknown keys are refused. */
@@ -96,7 +99,7 @@ export const settingsPatchSchema = z
       .min(5)
       .max(7 * 24 * 60)
       .optional(),
-    price_drop_threshold_percent: z.number().int().min(1).max(90).optional(),
+    price_drop_threshold_percent: z.number().int().min(PRICE_DROP_THRESHOLD_LIMITS.min).max(PRICE_DROP_THRESHOLD_LIMITS.max).optional(),
     import_event_names: z.object({ customer_imported: eventName.optional(), order_imported: eventName.optional() }).strict().optional(),
   })
   .strict();

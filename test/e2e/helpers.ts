@@ -96,7 +96,8 @@ export interface E2E {
   close(): Promise<void>;
 }
 
-export async function startE2E(): Promise<E2E> {
+/** `ui`: sandbox extras for the page beside the harness's own (the Simulate panel, the dev minter). */
+export async function startE2E(opts: { ui?: Partial<Omit<UiRoutesDeps, 'config'>> } = {}): Promise<E2E> {
   let stack: Stack | undefined;
   let n = 1000;
   // The page as the composition root mounts it in sandbox mode, plus a Simulate panel wired to
@@ -111,6 +112,7 @@ export async function startE2E(): Promise<E2E> {
     },
     simulateTopics: SIMULATE_TOPICS,
     devShop: DEFAULT_SHOP,
+    ...opts.ui,
   };
   stack = await startStack({ server: { ui } });
   const browser = await launchChromium().catch(async (err: unknown) => {

@@ -5,7 +5,7 @@ import request from 'supertest';
 import { loadConfig, SANDBOX_DEFAULTS, type Config } from '../../src/config';
 import { createDevSessionMinter } from '../../src/http/dev-session';
 import { APP_BRIDGE_SRC, uiRoutes, type UiRoutesDeps } from '../../src/http/ui.routes';
-import { EVENT_TABLE, STOREFRONT_EVENT_TABLE } from '../../src/mapping';
+import { EVENT_TABLE, PRODUCT_ALERT_EVENT_TABLE, STOREFRONT_EVENT_TABLE } from '../../src/mapping';
 import { createLogger } from '../../src/observability/logger';
 import { EVENT_NAMES } from '../../src/settings/settings';
 import { createShopify } from '../../src/integrations/shopify/api';
@@ -75,7 +75,9 @@ describe('the admin page routes in production', () => {
     expect(placed).toEqual({ name: 'order_placed', topics: ['orders/create'], default_on: true });
     for (const e of res.body.events) {
       for (const topic of e.topics)
-        expect({ ...EVENT_TABLE, ...STOREFRONT_EVENT_TABLE }[topic as keyof typeof EVENT_TABLE]).toContain(e.name);
+        expect({ ...EVENT_TABLE, ...STOREFRONT_EVENT_TABLE, ...PRODUCT_ALERT_EVENT_TABLE }[topic as keyof typeof EVENT_TABLE]).toContain(
+          e.name,
+        );
     }
   });
 
@@ -105,6 +107,7 @@ describe('the admin page routes in sandbox mode', () => {
     },
     simulateTopics: ['orders/create', 'customers/create'],
     sandboxLinks: [{ label: 'Emulator events', href: 'http://127.0.0.1:4010/_sandbox/events' }],
+    notifyMePreview: { label: 'a sold-out product', href: 'http://127.0.0.1:4011/products/merino-socks?variant=45105' },
   });
 
   it('mints a session token the app itself accepts: HS256, aud = API key, dest = the shop', async () => {
@@ -137,6 +140,7 @@ describe('the admin page routes in sandbox mode', () => {
     expect(catalog.sandbox).toEqual({
       simulate_topics: ['orders/create', 'customers/create'],
       links: [{ label: 'Emulator events', href: 'http://127.0.0.1:4010/_sandbox/events' }],
+      notify_me_preview: { label: 'a sold-out product', href: 'http://127.0.0.1:4011/products/merino-socks?variant=45105' },
     });
   });
 
@@ -182,7 +186,11 @@ describe('the whole server started with a production config', () => {
     const app = await startServer(config, {
       logger: createLogger('silent'),
       host: '127.0.0.1',
-      ui: { mintDevSessionToken: () => 'never', simulate: async () => ({ status: 200 }) },
+      ui: {
+        mintDevSessionToken: () => 'never',
+        simulate: async () => ({ status: 200 }),
+        notifyMePreview: { label: 'a sold-out product', href: 'http://127.0.0.1:4011/products/merino-socks' },
+      },
     });
     try {
       expect((await fetch(`${app.url}/_dev/session-token?shop=demo-store.myshopify.com`)).status).toBe(404);
@@ -198,6 +206,8 @@ describe('the whole server started with a production config', () => {
       const page = await (await fetch(`${app.url}/?shop=my-shop.myshopify.com`)).text();
       expect(page).toContain(APP_BRIDGE_SRC);
       expect(page).toContain('<meta name="app-auth" content="app-bridge">');
+      // the back-in-stock card links to Shopify's theme editor, never to a sandbox page
+      expect((await (await fetch(`${app.url}/ui/catalog.json`)).json()).sandbox).toBeNull();
     } finally {
       await app.close();
       await database.drop();

@@ -67,6 +67,7 @@ export function createApi(getToken) {
     testEvent: (email) => request('POST', '/api/test-event', email ? { email } : {}),
     stats: () => request('GET', '/api/stats'),
     budget: () => request('GET', '/api/budget'),
+    productAlerts: () => request('GET', '/api/product-alerts'),
     backfill: () => request('GET', '/api/backfill'),
     startBackfill: (body) => request('POST', '/api/backfill', body),
     cancelBackfill: () => request('DELETE', '/api/backfill'),

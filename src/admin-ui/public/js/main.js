@@ -13,6 +13,7 @@ import { mountEvents } from './views/events.js';
 import { mountImport } from './views/import.js';
 import { mountLists } from './views/lists.js';
 import { mountPermissions } from './views/permissions.js';
+import { mountProductAlerts } from './views/product-alerts.js';
 import { mountProperties } from './views/properties.js';
 import { mountSimulate } from './views/simulate.js';
 
@@ -68,6 +69,7 @@ async function boot() {
   const properties = mountProperties(document.getElementById('properties-card'), ctx);
   const lists = mountLists(document.getElementById('lists-card'), ctx);
   const permissions = mountPermissions(document.getElementById('permissions-card'), ctx);
+  const alerts = mountProductAlerts(document.getElementById('alerts-card'), ctx);
   if (catalog.sandbox && meta('app-simulate') === 'on' && catalog.sandbox.simulate_topics.length) {
     mountSimulate(document.getElementById('simulate-card'), ctx);
   }
@@ -81,6 +83,7 @@ async function boot() {
     properties.refresh(),
     lists.refresh(),
     permissions.refresh(),
+    alerts.refresh(),
   ]);
   document.body.dataset.ready = 'true';
 

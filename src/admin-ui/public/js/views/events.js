@@ -1,7 +1,7 @@
 // Events card: one switch per event of the contract's table (with the Shopify topics it comes
 // from), what each sent over the last 7 days with its share of the delivery budget (from the
 // budget card's answer, one line per row that is there from the start), and the
-// abandoned-checkout delay.
+// abandoned-checkout delay. A saved switch is told to the other cards (bus 'settings').
 import { announce, busy, h, humanize, render, setFieldError, skeleton, slot } from '../dom.js';
 import { switchList } from './switches.js';
 
@@ -29,6 +29,10 @@ const DESCRIPTIONS = {
   browse_abandoned:
     'A shopper viewed products, then added nothing to the cart and started no checkout within the delay (60 minutes by default).',
   cart_abandoned: 'A shopper added to the cart, then started no checkout within the delay (60 minutes by default).',
+  back_in_stock:
+    'A sold-out variant is back: to the shoppers who asked with the notify-me form, and to known shoppers who viewed or carted it while sold out in the last 30 days.',
+  price_dropped:
+    'A variant\u2019s price falls by at least your threshold (Back in stock and price drops card): to known shoppers who viewed or carted it in the last 14 days and have not bought it since, once a week at most.',
 };
 
 export function mountEvents(card, ctx) {
@@ -46,7 +50,11 @@ export function mountEvents(card, ctx) {
       hint: [DESCRIPTIONS[e.name] ?? '', ' ', h('span', { class: 'topics' }, `From ${e.topics.join(', ')}`)],
       aside: volumeLine(undefined),
     })),
-    save: async (name, on) => (await api.updateSettings({ events: { [name]: on } })).events,
+    save: async (name, on) => {
+      const saved = await api.updateSettings({ events: { [name]: on } });
+      ctx.bus.emit('settings', saved);
+      return saved.events;
+    },
   });
 
   const delay = h('input', {
