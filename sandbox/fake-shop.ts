@@ -124,8 +124,11 @@ export interface FakeShop {
    * sendWebhook. Null for a variant the shop does not have.
    */
   setInventory(domain: string, variantId: string, quantity: number): StockChange | null;
-  /** Sets a variant's price, as the merchant would; returns the products/update Shopify would send the app (null: no such variant). */
-  setPrice(domain: string, variantId: string, price: number): StockWebhook | null;
+  /**
+   * Sets a variant's price, as the merchant would, at `at` (default now: its updated_at); returns
+   * the products/update Shopify would send the app (null: no such variant).
+   */
+  setPrice(domain: string, variantId: string, price: number, at?: Date): StockWebhook | null;
 }
 
 export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
@@ -224,6 +227,6 @@ export async function startFakeShop(opts: FakeShopOptions): Promise<FakeShop> {
     productLookups: (domain) => catalog.lookups(domainOf(domain)),
     inventory: (domain, variantId) => stock.quantity(domainOf(domain), variantId),
     setInventory: (domain, variantId, quantity) => changeStock(domainOf(domain), catalog, stock, variantId, quantity),
-    setPrice: (domain, variantId, price) => changePrice(domainOf(domain), catalog, stock, variantId, price),
+    setPrice: (domain, variantId, price, at) => changePrice(domainOf(domain), catalog, stock, variantId, price, at),
   };
 }

@@ -1,6 +1,6 @@
 // The fake shop's inventory: a quantity per shop and variant (every variant starts with
 // DEFAULT_QUANTITY, the sandbox storefront's small Merino Socks with none), the Admin API's
-// `productVariant(id:)` (title, availableForSale, product) behind read_products and the cost
+// `productVariant(id:)` (title, price, availableForSale, product) behind read_products and the cost
 // bucket, and the webhooks Shopify sends when stock changes: `variants/in_stock` or
 // `variants/out_of_stock` with the REST variant (as in Shopify's 2026-04 example), and
 // `products/update` with the product and its variants.
@@ -172,6 +172,7 @@ export function variantHandler(state: FakeShopState, catalog: FakeCatalog, stock
           ? {
               id: gid('ProductVariant', found.variant.id),
               title: found.variant.title ?? 'Default Title',
+              price: (found.variant.price ?? 10).toFixed(2),
               availableForSale: stock.available(shop.domain, found.variant.id),
               inventoryQuantity: stock.quantity(shop.domain, found.variant.id),
               product: { id: gid('Product', found.product.id), title: found.product.title ?? found.product.handle },

@@ -161,9 +161,9 @@ describe(`back in stock and price drops (${testProvider})`, () => {
     clock.advance(5 * DAY);
 
     // a rise tells nobody
-    await sh.send('products/update', s.shop.setPrice(sh.domain, MUG.variantId, 20)!.payload);
+    await sh.send('products/update', s.shop.setPrice(sh.domain, MUG.variantId, 20, clock.now())!.payload);
     // 20 -> 17.5 is 12.5% off: over the default 10%
-    await sh.send('products/update', s.shop.setPrice(sh.domain, MUG.variantId, 17.5)!.payload);
+    await sh.send('products/update', s.shop.setPrice(sh.domain, MUG.variantId, 17.5, clock.now())!.payload);
     await s.app.runProductAlerts();
     const drops = await sh.sent('price_dropped');
     expect(drops.map((m) => m.email)).toEqual(['ann@example.com']);
@@ -176,7 +176,7 @@ describe(`back in stock and price drops (${testProvider})`, () => {
     });
 
     // another drop within the week: not again
-    await sh.send('products/update', s.shop.setPrice(sh.domain, MUG.variantId, 12)!.payload);
+    await sh.send('products/update', s.shop.setPrice(sh.domain, MUG.variantId, 12, clock.now())!.payload);
     await s.app.runProductAlerts();
     expect(await sh.sent('price_dropped')).toHaveLength(1);
   });
@@ -204,6 +204,51 @@ describe(`back in stock and price drops (${testProvider})`, () => {
     expect((await sh.sent('back_in_stock')).map((m) => [m.email, m.attributes.variant_id])).toEqual([['quit@example.com', '45106']]);
   });
 
+  it('announces no drop that no longer holds, whatever order Shopify delivers the updates in', async () => {
+    const sh = await shop();
+    const ann = await sh.shopper('ann@example.com');
+    expect(await ann([ev.view(MUG, clock.now())])).toBe(204);
+    await s.settle();
+    // a cut, then its revert a minute later, delivered the other way round: the older is stale
+    const cut = s.shop.setPrice(sh.domain, MUG.variantId, 12, clock.now())!;
+    const revert = s.shop.setPrice(sh.domain, MUG.variantId, 18, new Date(clock.now().getTime() + 60_000))!;
+    await sh.send('products/update', revert.payload);
+    await sh.send('products/update', cut.payload);
+    await s.app.runProductAlerts();
+    expect(await sh.sent('price_dropped')).toEqual([]);
+    const row = await s.app.db.productInfo.findFirstOrThrow({ where: { shopId: sh.shopId, productId: MUG.id } });
+    expect(JSON.parse(row.variants)[MUG.variantId].price).toBe(18);
+    // in order this time, but the price is back up before the drop goes out: Shopify's price now decides
+    const drop = s.shop.setPrice(sh.domain, MUG.variantId, 12, new Date(clock.now().getTime() + 120_000))!;
+    s.shop.setPrice(sh.domain, MUG.variantId, 18);
+    await sh.send('products/update', drop.payload);
+    await s.app.runProductAlerts();
+    expect(await sh.sent('price_dropped')).toEqual([]);
+    expect(await s.app.db.productSignal.findFirstOrThrow({ where: { shopId: sh.shopId } })).toMatchObject({
+      state: 'done',
+      note: 'the price went back up before the drop could be announced',
+    });
+  });
+
+  it('finishes a restock whose sold-out view is stamped ahead of the runner’s clock', async () => {
+    const sh = await shop();
+    // another process's clock ran an hour ahead when the view was recorded
+    await s.app.db.productInterest.create({
+      data: {
+        shopId: sh.shopId,
+        email: 'ahead@example.com',
+        variantId: SOCKS_SMALL.variantId,
+        productId: SOCKS_SMALL.id,
+        viewedAt: new Date(clock.now().getTime() + 3_600_000),
+        soldOutAt: new Date(clock.now().getTime() + 3_600_000),
+        expiresAt: new Date(clock.now().getTime() + 30 * DAY),
+      },
+    });
+    await sh.restock(SOCKS_SMALL.variantId);
+    await s.app.runProductAlerts();
+    expect((await sh.sent('back_in_stock')).map((m) => m.email)).toEqual(['ahead@example.com']);
+  });
+
   it('holds to the merchant’s threshold and switch', async () => {
     const sh = await shop();
     const ann = await sh.shopper('ann@example.com');
@@ -211,13 +256,13 @@ describe(`back in stock and price drops (${testProvider})`, () => {
     await s.settle();
     expect((await s.api('PUT', '/api/settings', { price_drop_threshold_percent: 30 }, sh.domain)).status).toBe(200);
     // 18 -> 15 is 16.7% off: under 30%
-    await sh.send('products/update', s.shop.setPrice(sh.domain, MUG.variantId, 15)!.payload);
+    await sh.send('products/update', s.shop.setPrice(sh.domain, MUG.variantId, 15, clock.now())!.payload);
     await s.app.runProductAlerts();
     expect(await sh.sent('price_dropped')).toEqual([]);
     expect((await s.api('PUT', '/api/settings', { price_drop_threshold_percent: 101 }, sh.domain)).status).toBe(400);
     // 15 -> 10 is a third off, but the event is switched off
     expect((await s.api('PUT', '/api/settings', { events: { price_dropped: false } }, sh.domain)).status).toBe(200);
-    await sh.send('products/update', s.shop.setPrice(sh.domain, MUG.variantId, 10)!.payload);
+    await sh.send('products/update', s.shop.setPrice(sh.domain, MUG.variantId, 10, clock.now())!.payload);
     await s.app.runProductAlerts();
     expect(await sh.sent('price_dropped')).toEqual([]);
   });

@@ -191,6 +191,8 @@ export interface ProductUpdate {
   variantImages: Record<string, string | null>;
   /** Every variant of the payload, with its title, SKU and price. */
   variants: Record<string, VariantFacts>;
+  /** When Shopify changed the product (its updated_at): an older update never replaces newer facts. */
+  updatedAt: Date | null;
 }
 
 function payloadObject(payload: unknown): Obj | null {
@@ -244,6 +246,7 @@ export function parseProductUpdate(payload: unknown): ProductUpdate | null {
   }
   const status = str(p.status);
   const published = !('published_at' in p) || str(p.published_at) !== null;
+  const updated = Date.parse(str(p.updated_at) ?? '');
   return {
     productId,
     handle,
@@ -252,6 +255,7 @@ export function parseProductUpdate(payload: unknown): ProductUpdate | null {
     imageUrl: featured,
     variantImages,
     variants,
+    updatedAt: Number.isNaN(updated) ? null : new Date(updated),
   };
 }
 

@@ -52,7 +52,8 @@ export interface EnrichResult {
   apiCalls: number;
 }
 
-export type ProductUpdateOutcome = 'refreshed' | 'invalidated' | 'not_cached' | 'ignored';
+/** `stale`: the cache holds newer facts than the update (Shopify delivers webhooks in any order). */
+export type ProductUpdateOutcome = 'refreshed' | 'invalidated' | 'not_cached' | 'stale' | 'ignored';
 
 /** A variant price a products/update changed, against the price the cache knew (which a view had looked up, or an earlier update). */
 export interface PriceChange {
@@ -342,6 +343,8 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
       const where = { shopId_productId: { shopId, productId: update.productId } };
       const row = await db.productInfo.findUnique({ where });
       if (!row) return none('not_cached');
+      // a row's fetchedAt is when its facts were true: an update of before it is older news
+      if (update.updatedAt && update.updatedAt < row.fetchedAt) return none('stale');
       const cached = fromRow(row);
       let domain = knownDomain(shopId) ?? domainOfUrl(row.url);
       if (!domain && update.onOnlineStore) {
@@ -369,7 +372,8 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
         imageUrl: update.imageUrl,
         variantImages: update.variantImages,
         variants,
-        fetchedAt: now(),
+        // as of the update (not now), so an older update that arrives later is known as such
+        fetchedAt: update.updatedAt ?? now(),
       });
       const { count } = await db.productInfo.updateMany({ where: { shopId, productId: update.productId }, data });
       const prices: PriceChange[] = [];

@@ -22,6 +22,7 @@ export const VARIANT_QUERY = `#graphql
     productVariant(id: $id) {
       id
       title
+      price
       availableForSale
       product { id title }
     }
@@ -37,6 +38,8 @@ export interface ShopVariant {
   productTitle: string | null;
   /** Whether a shopper can buy it now (in stock, or sold past zero by the merchant's policy). */
   availableForSale: boolean;
+  /** Its price now, in the shop's currency; null when Shopify did not say. */
+  price: number | null;
 }
 
 export type VariantUnavailable = 'no_session' | 'no_scope' | 'over_budget' | 'throttled' | 'timeout' | 'failed';
@@ -71,10 +74,17 @@ interface Data {
   productVariant?: {
     id?: unknown;
     title?: unknown;
+    price?: unknown;
     availableForSale?: unknown;
     product?: { id?: unknown; title?: unknown } | null;
   } | null;
 }
+
+/** A Money scalar ("18.50", or a number) as a number; null when it is not one. */
+const money = (v: unknown): number | null => {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(v) ? Number(v) : NaN;
+  return Number.isFinite(n) ? n : null;
+};
 
 const text = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v.trim() : null);
 
@@ -91,6 +101,7 @@ export function parseVariant(variantId: string, data: Data | undefined): Variant
       title: text(v.title),
       productTitle: text(v.product?.title),
       availableForSale: v.availableForSale === true,
+      price: money(v.price),
     },
   };
 }

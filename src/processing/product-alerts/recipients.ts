@@ -68,11 +68,13 @@ export async function restockChunk(
   );
   const shoppers = interests.map((i) => i.email);
   const told = [...new Set([...subs.map((s) => s.email), ...shoppers])];
-  // a subscriber who also viewed it is told once, for both
-  if (told.length)
+  // a subscriber who also viewed it is told once, for both; never marked before the sold-out view
+  // it answers (another process's clock may run ahead), so the row is not read again
+  if (told.length) {
     await tx.$executeRaw(Prisma.sql`
-      UPDATE "ProductInterest" SET "restockSentAt" = ${at}
+      UPDATE "ProductInterest" SET "restockSentAt" = CASE WHEN "soldOutAt" IS NOT NULL AND "soldOutAt" > ${at} THEN "soldOutAt" ELSE ${at} END
       WHERE "shopId" = ${shopId} AND "variantId" = ${variantId} AND "email" IN (${Prisma.join(told)})`);
+  }
   const unsubscribed = await optedOut(tx, shopId, shoppers);
   const send = new Map<string, Recipient>();
   for (const s of subs) send.set(s.email, { email: s.email, customerId: s.customerId });

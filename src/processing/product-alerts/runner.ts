@@ -48,7 +48,8 @@ export interface AlertRunnerDeps {
 
 class ClaimLost extends Error {}
 
-type Outcome = { state: 'done' | 'dropped'; note: string } | { state: 'later'; note: string };
+/** How a signal's turn ends: done or dropped for good, later after a growing wait, or resumed at once (the process stopped). */
+type Outcome = { state: 'done' | 'dropped' | 'later' | 'resume'; note: string };
 
 export class ProductAlertRunner {
   readonly owner = `alerts-${randomUUID().slice(0, 8)}`;
@@ -115,6 +116,10 @@ export class ProductAlertRunner {
       if (err instanceof ClaimLost) return;
       throw err;
     }
+    if (outcome.state === 'resume') {
+      await signals.later(s, this.owner, now(), outcome.note, now());
+      return;
+    }
     if (outcome.state === 'later') {
       if (now().getTime() - s.createdAt.getTime() > SIGNAL_GIVE_UP_MS) {
         await signals.finish(s, this.owner, 'dropped', `Shopify could not be asked for a day: ${outcome.note}`, now());
@@ -145,13 +150,14 @@ export class ProductAlertRunner {
       return { state: 'done', note: `${restock ? 'back_in_stock' : 'price_dropped'} is turned off` };
     const deadline = Date.now() + LOOKUP_DEADLINE_MS;
     const ref = { id: shop.id, domain: shop.domain };
-    if (restock) {
-      // the stock as it is now: a webhook is a signal, and a variant may sell out again at once
-      const v = await this.deps.variants.find(ref, s.variantId, deadline, { fresh: true });
-      if (v.kind === 'unknown') return { state: 'dropped', note: 'Shopify has no such variant' };
-      if (v.kind === 'unavailable') return { state: 'later', note: `the variant could not be read: ${v.reason}` };
-      if (!v.variant.availableForSale) return { state: 'done', note: 'sold out again before it could be announced' };
-    }
+    // the variant as it is now: a webhook is a signal, delivered in any order, and a variant may
+    // sell out again, or its price go back up, at once
+    const v = await this.deps.variants.find(ref, s.variantId, deadline, { fresh: true });
+    if (v.kind === 'unknown') return { state: 'dropped', note: 'Shopify has no such variant' };
+    if (v.kind === 'unavailable') return { state: 'later', note: `the variant could not be read: ${v.reason}` };
+    if (restock && !v.variant.availableForSale) return { state: 'done', note: 'sold out again before it could be announced' };
+    if (!restock && v.variant.price !== null && s.price !== null && Math.round(v.variant.price * 100) > Math.round(s.price * 100))
+      return { state: 'done', note: 'the price went back up before the drop could be announced' };
     const described = (await this.deps.products.describe(ref, [{ product_id: s.productId, variant_id: s.variantId }], deadline)).items[0];
     if (described === 'unknown') return { state: 'dropped', note: 'Shopify has no such product' };
     if (described === undefined || described === 'unavailable') return { state: 'later', note: 'the product could not be described' };
@@ -162,8 +168,8 @@ export class ProductAlertRunner {
       variant_title: described.variant_title,
       product_url: described.product_url,
       image_url: described.image_url,
-      // a drop's price is the update's, which the catalog holds now; a restock's is the catalog's
-      price: restock ? described.price : (s.price ?? described.price),
+      // the price as Shopify says it is now
+      price: v.variant.price ?? (restock ? described.price : (s.price ?? described.price)),
       currency: described.currency,
     };
     const status = shop.connection.status === 'connected' ? 'queued' : 'held';
@@ -203,7 +209,7 @@ export class ProductAlertRunner {
       if (n > 0) this.deps.onQueued(s.shopId);
       // the event loop turns between chunks: requests and other work go on meanwhile
       await new Promise<void>((resolve) => setImmediate(resolve));
-      if (this.loop.stopped) return { state: 'later', note: 'the process stopped mid-way; the rest goes next' };
+      if (this.loop.stopped) return { state: 'resume', note: 'the process stopped mid-way; the rest goes next' };
     }
     return { state: 'done', note: `${queued} message(s) queued` };
   }

@@ -12,13 +12,14 @@ describe('notify-me look-ups', () => {
       productVariant: {
         id: 'gid://shopify/ProductVariant/45105',
         title: 'Small',
+        price: '16.00',
         availableForSale: false,
         product: { id: 'gid://shopify/Product/8105', title: 'Merino Socks' },
       },
     };
     expect(parseVariant('45105', data)).toEqual({
       kind: 'found',
-      variant: { variantId: '45105', productId: '8105', title: 'Small', productTitle: 'Merino Socks', availableForSale: false },
+      variant: { variantId: '45105', productId: '8105', title: 'Small', productTitle: 'Merino Socks', availableForSale: false, price: 16 },
     });
     expect(parseVariant('45105', { productVariant: { ...data.productVariant, availableForSale: true } })).toMatchObject({
       variant: { availableForSale: true },
