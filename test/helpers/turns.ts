@@ -1,0 +1,56 @@
+// The turns the pacer hands out in this process, as the pacer itself decides them: when each send
+// was allowed to leave (takeSend's `at`, on the pacer's own clock) and when it really left (the
+// moment the worker reports to sent(), when later). The limit is a property of these times: no
+// more than `limit` of them in any sliding second, whatever the machine's speed. The arrival times
+// at a service emulator add that emulator's own event-loop delay, which a busy machine stretches
+// and bunches; they show the machine, not the pacer.
+import { Pacer, type TakeSend } from '../../src/outbox/pacer';
+
+export interface Turn {
+  workspaceId: string;
+  /** When the pacer let the send leave (epoch ms, its clock). */
+  at: number;
+  /** When the request left: the time the worker reported to sent() if later than `at`, else `at`. */
+  leftAt: number;
+  /** The delivery class the turn was taken for (undefined: not a delivery). */
+  cls?: number;
+}
+
+export interface TurnRecorder {
+  /** Every turn taken in this process since the recorder started, in the order taken. */
+  all(): Turn[];
+  /** The times the requests of `workspaceId` left, in the order taken. */
+  departures(workspaceId: string): number[];
+  restore(): void;
+}
+
+/** Records every turn the pacers of this process hand out, until restore(). */
+export function recordTurns(): TurnRecorder {
+  const turns: Turn[] = [];
+  const byToken = new Map<string, Turn>();
+  const proto = Pacer.prototype;
+  const takeSend = proto.takeSend;
+  const sent = proto.sent;
+  proto.takeSend = async function (this: Pacer, workspaceId, opts = {}): Promise<TakeSend> {
+    const r = await takeSend.call(this, workspaceId, opts);
+    if (r.kind === 'ok') {
+      const turn: Turn = { workspaceId, at: r.at, leftAt: r.at, cls: opts.cls };
+      turns.push(turn);
+      byToken.set(r.token, turn);
+    }
+    return r;
+  };
+  proto.sent = async function (this: Pacer, workspaceId, take, at) {
+    const turn = byToken.get(take.token);
+    if (turn) turn.leftAt = Math.max(turn.at, at);
+    return sent.call(this, workspaceId, take, at);
+  };
+  return {
+    all: () => [...turns],
+    departures: (workspaceId) => turns.filter((t) => t.workspaceId === workspaceId).map((t) => t.leftAt),
+    restore: () => {
+      proto.takeSend = takeSend;
+      proto.sent = sent;
+    },
+  };
+}
