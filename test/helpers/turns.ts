@@ -14,6 +14,8 @@ export interface Turn {
   leftAt: number;
   /** The delivery class the turn was taken for (undefined: not a delivery). */
   cls?: number;
+  /** The workspace's limit the pacer spaced this turn by. */
+  limit: number;
 }
 
 export interface TurnRecorder {
@@ -28,13 +30,21 @@ export interface TurnRecorder {
 export function recordTurns(): TurnRecorder {
   const turns: Turn[] = [];
   const byToken = new Map<string, Turn>();
+  const limits = new Map<string, number>();
   const proto = Pacer.prototype;
+  const tryTake = proto.tryTake;
   const takeSend = proto.takeSend;
   const sent = proto.sent;
+  proto.tryTake = async function (this: Pacer, workspaceId, cls) {
+    const r = await tryTake.call(this, workspaceId, cls);
+    if (r.ok) limits.set(r.token, r.limit);
+    return r;
+  };
   proto.takeSend = async function (this: Pacer, workspaceId, opts = {}): Promise<TakeSend> {
     const r = await takeSend.call(this, workspaceId, opts);
     if (r.kind === 'ok') {
-      const turn: Turn = { workspaceId, at: r.at, leftAt: r.at, cls: opts.cls };
+      const turn: Turn = { workspaceId, at: r.at, leftAt: r.at, cls: opts.cls, limit: limits.get(r.token) ?? NaN };
+      limits.delete(r.token);
       turns.push(turn);
       byToken.set(r.token, turn);
     }
@@ -49,6 +59,7 @@ export function recordTurns(): TurnRecorder {
     all: () => [...turns],
     departures: (workspaceId) => turns.filter((t) => t.workspaceId === workspaceId).map((t) => t.leftAt),
     restore: () => {
+      proto.tryTake = tryTake;
       proto.takeSend = takeSend;
       proto.sent = sent;
     },
