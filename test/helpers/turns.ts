@@ -4,6 +4,7 @@
 // more than `limit` of them in any sliding second, whatever the machine's speed. The arrival times
 // at a service emulator add that emulator's own event-loop delay, which a busy machine stretches
 // and bunches; they show the machine, not the pacer.
+import type { Db } from '../../src/db/client';
 import { Pacer, type TakeSend } from '../../src/outbox/pacer';
 
 export interface Turn {
@@ -64,4 +65,17 @@ export function recordTurns(): TurnRecorder {
       proto.sent = sent;
     },
   };
+}
+
+/**
+ * When each delivery attempt to the messages of `shopIds` started (epoch ms), from the table every
+ * worker process writes: for turns taken in other processes, whose pacers this one cannot watch.
+ * An attempt starts as its turn is handed out, after the take's answer (within the pacer's
+ * catch-up tolerance, else the take is moved or given up) and a few synchronous steps: so any
+ * `limit + 1` of them span at least 1000 + guard - tolerance ms, less those steps. A guard of
+ * 100 ms (SERVICE_RATE_GUARD_MS) leaves them 90 ms, which only a stalled process could use up.
+ */
+export async function attemptStarts(db: Db, shopIds: string[]): Promise<number[]> {
+  const rows = await db.deliveryAttempt.findMany({ where: { message: { shopId: { in: shopIds } } }, select: { startedAt: true } });
+  return rows.map((r) => r.startedAt.getTime());
 }
