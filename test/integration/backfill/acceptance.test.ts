@@ -54,13 +54,16 @@ describe(`importing 5,000 customers and 5,000 orders (${testProvider})`, () => {
     let watching = true;
     const watcher = (async () => {
       while (watching) {
-        const rows = await s.app.db.outboxMessage.findMany({
-          where: { shopId: ws.shopId, eventName: 'order_placed' },
-          select: { sourceId: true },
-        });
+        const waiting = [...sentAt.keys()].filter((id) => !storedAt.has(id));
+        const rows = waiting.length
+          ? await s.app.db.outboxMessage.findMany({
+              where: { sourceId: { in: waiting }, eventName: 'order_placed' },
+              select: { sourceId: true },
+            })
+          : [];
         const sent = s.emulator.events({ workspaceId: ws.workspaceId }).length;
-        for (const r of rows) if (!storedAt.has(r.sourceId)) storedAt.set(r.sourceId, sent);
-        await new Promise((r) => setTimeout(r, 20));
+        for (const r of rows) storedAt.set(r.sourceId, sent);
+        await new Promise((r) => setTimeout(r, 50));
       }
     })();
     let i = 0;
@@ -78,7 +81,16 @@ describe(`importing 5,000 customers and 5,000 orders (${testProvider})`, () => {
     } finally {
       clearInterval(live);
     }
-    const done = await s.status((b) => b.state === 'completed' && b.delivered === b.queued, 60_000);
+    const stopWatching = async () => {
+      watching = false;
+      await watcher;
+    };
+    const done = await s
+      .status((b) => b.state === 'completed' && b.delivered === b.queued, 60_000)
+      .catch(async (err: unknown) => {
+        await stopWatching();
+        throw err;
+      });
     const importSeconds = (Date.now() - started) / 1000;
 
     expect(midway).toMatchObject({ total: CUSTOMERS + ORDERS });
@@ -103,8 +115,7 @@ describe(`importing 5,000 customers and 5,000 orders (${testProvider})`, () => {
       10_000,
       'live orders delivered',
     );
-    watching = false;
-    await watcher;
+    await stopWatching();
     const all = s.emulator.events({ workspaceId: ws.workspaceId });
     // below 0 when the order went before the watcher saw it stored
     const ahead = [...sentAt.keys()].map((id) => all.findIndex((e) => e.event_attribute.source_id === id) - storedAt.get(id)!);
