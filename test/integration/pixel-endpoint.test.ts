@@ -147,7 +147,7 @@ describe(`POST /pixel/events (${testProvider})`, () => {
     expect(metrics).toMatch(/^connector_pixel_events_total\{outcome="invalid"\} ([6-9]|\d\d+)$/m);
   });
 
-  it('cuts a flood of 10,000 requests from one client id to its rate, never answering 5xx; the shop’s webhooks and other shoppers go on', async () => {
+  it('cuts a flood of 4,000 requests from one client id to its rate, never answering 5xx; the shop’s webhooks and other shoppers go on', async () => {
     const flooder = randomUUID();
     const body = batch(key, flooder, [ev.page()]);
     const before = await pixelReceipts();
@@ -157,9 +157,9 @@ describe(`POST /pixel/events (${testProvider})`, () => {
     clock.hold();
     const webhooks: Array<Promise<{ status: number }>> = [];
     const worker = async () => {
-      while (sent < 10_000) {
+      while (sent < 4_000) {
         sent += 1;
-        if (sent % 2500 === 0)
+        if (sent % 1000 === 0)
           webhooks.push(
             s.shop.sendWebhook(s.app.url, {
               topic: 'orders/create',
@@ -179,7 +179,7 @@ describe(`POST /pixel/events (${testProvider})`, () => {
     };
     await Promise.all(Array.from({ length: 32 }, worker));
     expect([...statuses.keys()]).toEqual([204]);
-    expect([...statuses.values()].reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(10_000);
+    expect([...statuses.values()].reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(4_000);
     await s.settle(30_000);
     // a burst of 20 (PIXEL_RATE_PER_CLIENT is 2 a second, its burst 10 seconds of it)
     expect((await pixelReceipts()) - before).toBe(20);
