@@ -55,11 +55,7 @@ describe(`paced delivery (${testProvider})`, () => {
     await s.settle(60_000);
     const drainStart = Date.now();
     s.app.worker.start();
-    await s.until(
-      () => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_placed' }).length >= 600,
-      60_000,
-      '600 events',
-    );
+    await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_placed' }).length >= 600, 60_000, '600 events');
     const drainMs = Date.now() - drainStart;
     await new Promise((r) => setTimeout(r, 300));
     const events = s.emulator.events({ workspaceId: ws.workspaceId, eventName: 'order_placed' });
