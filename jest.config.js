@@ -7,9 +7,9 @@ const base = {
 };
 module.exports = {
   testTimeout: 30000,
-  // Two files at a time on a 2-core machine: most of the suite's time is real time that tests
-  // wait out (an outage of 60 s, paced sends at 10/s, processes killed and restarted), which
-  // one worker would spend idle.
+  // Two files at a time on a 2-core machine: much of the suite's time is real time that tests
+  // wait out (sends paced at the real 10/s, processes started and killed, sockets timing out),
+  // which one worker would spend idle.
   maxWorkers: 2,
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },

@@ -303,6 +303,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
             logger,
             metrics,
             now,
+            // a test's clock paces the limits too; otherwise they keep their monotonic one
+            nowMs: opts.now ? () => now().getTime() : undefined,
             ratePerShop: config.pixel.ratePerShop,
             ratePerClient: config.pixel.ratePerClient,
             ratePerIp: config.pixel.ratePerIp,

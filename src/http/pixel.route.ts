@@ -42,6 +42,8 @@ export interface PixelRouteDeps {
   logger: Logger;
   metrics: Metrics;
   now?: () => Date;
+  /** The rate limits' clock: milliseconds, monotonic (performance.now unless a test injects one). */
+  nowMs?: () => number;
   /** Requests per second, per shop, per client id and per client IP (in this process). */
   ratePerShop: number;
   ratePerClient: number;
@@ -59,10 +61,11 @@ function cors(res: Response): void {
 export function pixelRoute(deps: PixelRouteDeps): Router {
   const r = Router();
   const now = deps.now ?? (() => new Date());
-  const perClient = new TokenBuckets({ rate: deps.ratePerClient, burst: Math.max(10, deps.ratePerClient * 10) });
-  const perShop = new TokenBuckets({ rate: deps.ratePerShop, burst: Math.max(20, deps.ratePerShop * 2), maxKeys: 50_000 });
+  const nowMs = deps.nowMs;
+  const perClient = new TokenBuckets({ rate: deps.ratePerClient, burst: Math.max(10, deps.ratePerClient * 10), nowMs });
+  const perShop = new TokenBuckets({ rate: deps.ratePerShop, burst: Math.max(20, deps.ratePerShop * 2), maxKeys: 50_000, nowMs });
   // the client id is the sender's to choose: one address (a /64 for IPv6) cannot rotate around it
-  const perIp = new TokenBuckets({ rate: deps.ratePerIp, burst: Math.max(10, deps.ratePerIp * 10) });
+  const perIp = new TokenBuckets({ rate: deps.ratePerIp, burst: Math.max(10, deps.ratePerIp * 10), nowMs });
   const count = (outcome: string) => deps.metrics.pixelRequests.inc({ outcome });
   const done = (res: Response, outcome: string) => {
     count(outcome);

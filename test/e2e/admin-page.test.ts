@@ -171,8 +171,8 @@ describeWithChromium('the embedded admin page, in a real browser against the san
       try {
         await page().click('#simulate-card button[data-topic="orders/paid"]');
         await waitForText(page().locator('#simulate-result'), /answered 200/);
-        // shown once the oldest has waited past LAG_NOTICE_AFTER_S (5 s), at the next refresh
-        await new Promise((r) => setTimeout(r, 5_500));
+        // shown once the oldest has waited past LAG_NOTICE_AFTER_S (5 s) by the app's clock, at the next refresh
+        e.clock.advance(6_000);
         await page().click('#refresh-activity');
         await waitForText(page().locator('#intake-lag'), /Received, not yet processed: 1 \(the oldest \d+ s ago\)/);
       } finally {

@@ -7,6 +7,7 @@ import { createDevSessionMinter } from '../../src/http/dev-session';
 import type { UiRoutesDeps } from '../../src/http/ui.routes';
 import { sampleCheckout, sampleCustomer, sampleOrder } from '../../sandbox/samples';
 import { testConfig } from '../helpers/config';
+import { TestClock } from '../helpers/clock';
 import { API_KEY, API_SECRET, DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';
 import { browserSkipReason, chromiumPath } from '../setup/chromium';
 
@@ -85,6 +86,8 @@ export interface CapturedResponse {
 
 export interface E2E {
   stack: Stack;
+  /** The app's clock: real time, which a test may move forward instead of waiting. */
+  clock: TestClock;
   browser: Browser;
   context: BrowserContext;
   page: Page;
@@ -114,7 +117,8 @@ export async function startE2E(opts: { ui?: Partial<Omit<UiRoutesDeps, 'config'>
     devShop: DEFAULT_SHOP,
     ...opts.ui,
   };
-  stack = await startStack({ server: { ui } });
+  const clock = new TestClock();
+  stack = await startStack({ server: { ui, now: clock.now } });
   const browser = await launchChromium().catch(async (err: unknown) => {
     await stack!.close();
     throw err;
@@ -145,6 +149,7 @@ export async function startE2E(opts: { ui?: Partial<Omit<UiRoutesDeps, 'config'>
   fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
   return {
     stack,
+    clock,
     browser,
     context,
     page,

@@ -63,20 +63,52 @@ export async function driveUntilDelivered(
   for (;;) {
     const acc = account(expected, arrivals(s.emulator.events(), filter));
     if (acc.missing.length === 0 || Date.now() > end) return { ...acc, skippedMs: clock.offsetMs - start };
-    // jump only when nothing is due within a second: nothing can be claimed (and so have its
-    // lock expire under it) between this check and the jump
+    // jump only when nothing is in flight and nothing falls due meanwhile (skipTarget)
     const target = await skipTarget(db, clock.now());
-    if (target !== null && target > clock.now().getTime()) clock.advance(target - clock.now().getTime() + 5);
+    if (target !== null && target > clock.now().getTime()) {
+      clock.advance(target - clock.now().getTime() + 5);
+      // the worker's timer was set on the old time: as good as fired
+      s.app.worker.nudge();
+    }
+    await sleep(100);
+  }
+}
+
+/**
+ * Moves the app's clock on as driveUntilDelivered does, so that backoff waits take no real time,
+ * until `done` says so; returns the time skipped. Throws after `timeoutMs` of real time.
+ */
+export async function driveUntil(
+  s: Pick<Stack, 'app'>,
+  clock: TestClock,
+  done: () => Promise<boolean>,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<number> {
+  const end = Date.now() + timeoutMs;
+  const start = clock.offsetMs;
+  for (;;) {
+    if (await done()) return clock.offsetMs - start;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms driving the clock until ${what}`);
+    const target = await skipTarget(s.app.db, clock.now());
+    if (target !== null && target > clock.now().getTime()) {
+      clock.advance(target - clock.now().getTime() + 5);
+      // the worker's timer was set on the old time: as good as fired
+      s.app.worker.nudge();
+    }
     await sleep(100);
   }
 }
 
 /**
  * How far to move the clock so that everything queued is due (and every pause over), or null
- * when that is not safe now: a message is in flight, or one is due within the next second.
+ * when that is not safe now: a message is in flight, a lane holds its shop (a jump would expire
+ * its locks or its lease under it), or a message falls due within the next 100 ms (it could be
+ * claimed between this check and the jump).
  */
 async function skipTarget(db: Db, now: Date): Promise<number | null> {
   if ((await db.outboxMessage.count({ where: { status: 'delivering' } })) > 0) return null;
+  if ((await db.shopDue.count({ where: { leasedBy: { not: null }, leasedUntil: { gt: now } } })) > 0) return null;
   const paused = await db.workspacePacer.findMany({
     where: { pausedUntil: { gt: now } },
     select: { workspaceId: true, pausedUntil: true },
@@ -86,7 +118,7 @@ async function skipTarget(db: Db, now: Date): Promise<number | null> {
         (c) => c.shopId,
       )
     : [];
-  const soon = new Date(now.getTime() + 1000);
+  const soon = new Date(now.getTime() + 100);
   if (await db.outboxMessage.count({ where: { status: 'queued', shopId: { notIn: pausedShops }, runAt: { lte: soon } } })) return null;
   const last = await db.outboxMessage.findFirst({ where: { status: 'queued' }, orderBy: { runAt: 'desc' }, select: { runAt: true } });
   if (!last) return null;

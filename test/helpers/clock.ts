@@ -40,3 +40,28 @@ export function maxInWindow(times: number[], windowMs = 1000): number {
   }
   return max;
 }
+
+/**
+ * A clock for the app that runs with real time until held: then it stands still, and moves only
+ * when the test moves it, so what the app paces by its clock (rate limits) counts no real time.
+ * Released, it catches up with real time (never going back): some of the app's times, such as
+ * when a request was written, are read from the real clock and compared with it.
+ */
+export class HoldableClock {
+  private offset = 0;
+  private heldAt: number | null = null;
+  now = (): Date => new Date(this.heldAt ?? Date.now() + this.offset);
+  hold(): void {
+    this.heldAt ??= Date.now() + this.offset;
+  }
+  /** Moves a held clock forward. */
+  advance(ms: number): void {
+    if (this.heldAt === null) throw new Error('the clock runs: hold it first');
+    this.heldAt += ms;
+  }
+  release(): void {
+    if (this.heldAt === null) return;
+    this.offset = Math.max(this.offset, this.heldAt - Date.now());
+    this.heldAt = null;
+  }
+}

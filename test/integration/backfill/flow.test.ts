@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { graphqlOrder } from '../../../sandbox/fake-shop/bulk';
 import { sampleOrder } from '../../../sandbox/samples';
 import { testProvider } from '../../helpers/db';
-import { percentile, receivedCounts, startBackfillStack, type BackfillStack } from './harness';
+import { receivedCounts, startBackfillStack, type BackfillStack } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -309,22 +309,29 @@ describe(`historical import (${testProvider})`, () => {
     const x = await shop(10);
     const id = await x.start({ kinds: ['customers'] });
     await s.until(() => s.emulator.events({ workspaceId: x.workspaceId }).length >= 10, 10_000, 'import delivering');
-    const sentAt = new Map<string, number>();
-    // 20 orders (p95 is the 19th), one every 350 ms, while the import keeps the lane busy
-    for (let i = 0; i < 20; i++) {
+    // orders one after the other while the import keeps the lane busy: each, once stored by stage
+    // 2 (when s.webhook returns), goes ahead of the import's queue. Counted in sends from then: at
+    // most the batch the lane holds (3 at 10/s), one planned before the order was there, one
+    // floor send and one in flight. Behind the import it would wait for hundreds. How long it
+    // takes is `npm run bench -- priority`'s figure.
+    const ahead: number[] = [];
+    for (let i = 0; i < 10; i++) {
       const webhookId = `live-slow-${i}`;
-      sentAt.set(webhookId, Date.now());
       await s.webhook('orders/create', sampleOrder(800_000 + i), { domain: x.domain, webhookId });
-      await sleep(350);
+      const from = s.emulator.events({ workspaceId: x.workspaceId }).length;
+      await s.until(
+        () =>
+          s.emulator
+            .events({ workspaceId: x.workspaceId, eventName: 'order_placed' })
+            .some((e) => e.event_attribute.source_id === webhookId),
+        10_000,
+        webhookId,
+      );
+      // below 0 when the order went before the count was taken
+      ahead.push(s.emulator.events({ workspaceId: x.workspaceId }).findIndex((e) => e.event_attribute.source_id === webhookId) - from);
     }
-    await s.until(() => s.emulator.events({ workspaceId: x.workspaceId, eventName: 'order_placed' }).length === 20, 5_000, 'live orders');
-    const latencies = s.emulator
-      .events({ workspaceId: x.workspaceId, eventName: 'order_placed' })
-      .map((e) => e.receivedAt - sentAt.get(String(e.event_attribute.source_id))!);
-    process.stdout.write(
-      `\n  live orders at 10/s during an import: p50=${percentile(latencies, 0.5)} ms p95=${percentile(latencies, 0.95)} ms\n`,
-    );
-    expect(percentile(latencies, 0.95)).toBeLessThan(2_000);
+    process.stdout.write(`\n  live orders at 10/s during an import: import sends ahead of each ${ahead.join(', ')}\n`);
+    expect(ahead.filter((n) => n > 2 * 3 + 2)).toEqual([]);
 
     const before = (await x.api('GET')).body;
     expect(before).toMatchObject({ state: 'completed', total: 400 });
@@ -364,7 +371,8 @@ describe(`historical import (${testProvider})`, () => {
 
     it('wakes the import at once instead of waiting for the next poll', async () => {
       await s.backfill.runner.stop();
-      const patient = s.newRunner({ opPollMs: [60_000, 60_000] });
+      // polls ten minutes apart: an import completed within the 15 s below was woken by the webhook
+      const patient = s.newRunner({ opPollMs: [600_000, 600_000] });
       const calls: boolean[] = [];
       receiver = createServer((req, res) => {
         let body = '';
@@ -383,10 +391,8 @@ describe(`historical import (${testProvider})`, () => {
         webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/webhooks`,
       });
       const x = await shop();
-      const started = Date.now();
       await x.start();
       await x.status((b) => b.state === 'completed', 15_000);
-      expect(Date.now() - started).toBeLessThan(10_000);
       expect(calls).toEqual([true, true]);
       expect(await patient.onBulkOperationFinish(x.domain, { admin_graphql_api_id: 'gid://shopify/BulkOperation/1' })).toBe(false);
       await patient.runner.stop();

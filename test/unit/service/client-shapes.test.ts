@@ -185,20 +185,44 @@ describe('classification of odd answers', () => {
     });
   });
 
-  // headers are made when the test runs, not when the file loads: a date made at load time was
-  // already stale by the time a busy machine reached the test
-  it.each<[string, () => Record<string, string>, number, number]>([
-    ['Retry-After seconds', () => ({ 'retry-after': '3' }), 3000, 0],
-    ['fractional Retry-After', () => ({ 'retry-after': '0.25' }), 250, 0],
-    ['Retry-After HTTP-date', () => ({ 'retry-after': new Date(Date.now() + 5000).toUTCString() }), 5000, 1500],
-    ['x-ratelimit-reset seconds', () => ({ 'x-ratelimit-reset': '2' }), 2000, 0],
-    ['x-ratelimit-reset epoch seconds', () => ({ 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 4) }), 4000, 1500],
-  ])('429 with %s', async (_label, headers, expected, tolerance) => {
-    handler = (_req, res) => res.writeHead(429, { ...headers(), 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '0' }).end();
-    const r = await client.checkKey(KEY);
-    if (r.kind !== 'rate_limited') throw new Error(`expected rate_limited, got ${r.kind}`);
-    expect(Math.abs((r.retryAfterMs ?? -1e9) - expected)).toBeLessThanOrEqual(tolerance);
-    expect(r.rate).toEqual({ limit: 10, remaining: 0 });
+  // The dates are made from the clock the client reads: jest's, standing still on a whole second
+  // (only Date is faked; the timers and the sockets run as usual), so a date five seconds ahead
+  // is five seconds ahead when the client reads it too, however long the request took.
+  describe('429 with a Retry-After', () => {
+    const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
+    beforeEach(() =>
+      jest.useFakeTimers({
+        now: NOW,
+        doNotFake: [
+          'hrtime',
+          'nextTick',
+          'performance',
+          'queueMicrotask',
+          'setImmediate',
+          'clearImmediate',
+          'setInterval',
+          'clearInterval',
+          'setTimeout',
+          'clearTimeout',
+        ],
+      }),
+    );
+    afterEach(() => jest.useRealTimers());
+
+    it.each<[string, () => Record<string, string>, number]>([
+      ['Retry-After seconds', () => ({ 'retry-after': '3' }), 3000],
+      ['fractional Retry-After', () => ({ 'retry-after': '0.25' }), 250],
+      ['Retry-After HTTP-date', () => ({ 'retry-after': new Date(Date.now() + 5000).toUTCString() }), 5000],
+      ['x-ratelimit-reset seconds', () => ({ 'x-ratelimit-reset': '2' }), 2000],
+      ['x-ratelimit-reset epoch seconds', () => ({ 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 4) }), 4000],
+    ])('%s', async (_label, headers, expected) => {
+      expect(Date.now()).toBe(NOW);
+      handler = (_req, res) => res.writeHead(429, { ...headers(), 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '0' }).end();
+      const r = await client.checkKey(KEY);
+      if (r.kind !== 'rate_limited') throw new Error(`expected rate_limited, got ${r.kind}`);
+      expect(r.retryAfterMs).toBe(expected);
+      expect(r.rate).toEqual({ limit: 10, remaining: 0 });
+    });
   });
 
   it('rate headers are read on failures too', async () => {

