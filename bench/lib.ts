@@ -454,6 +454,10 @@ export interface SeedShop {
   domain: string;
   workspaceId: string;
   apiKey: string;
+  /** The offline session's scopes; DEFAULT_SCOPES unless given. */
+  scope?: string;
+  /** The offline access token (one a fake shop issued, for a shop the app asks); a placeholder unless given. */
+  accessToken?: string;
 }
 
 /** A Prisma client on the bench database for the time of `fn` (close it before the app writes to SQLite). */
@@ -499,8 +503,8 @@ export async function seedShops(db: BenchDatabase, shops: SeedShop[]): Promise<M
             shop: s.domain,
             state: '',
             isOnline: false,
-            scope: DEFAULT_SCOPES,
-            accessToken: box.encrypt(`shpat_bench_${s.n}`, id),
+            scope: s.scope ?? DEFAULT_SCOPES,
+            accessToken: box.encrypt(s.accessToken ?? `shpat_bench_${s.n}`, id),
           };
         }),
       });

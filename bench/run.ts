@@ -5,7 +5,7 @@
 //   npm run bench -- ingest            one (or several: ingest scale), by name
 //   npm run bench -- --only ingest,scale
 //   npm run bench -- scale --db postgres   (--db sqlite|postgres|both, default both)
-// Names: ingest, pixel, scale, latency, pacing, priority, backlog, big-order, due. PostgreSQL: BENCH_PG_URL (or PG_URL), default
+// Names: ingest, pixel, scale, latency, pacing, priority, restock, backlog, big-order, due. PostgreSQL: BENCH_PG_URL (or PG_URL), default
 // postgresql://postgres@127.0.0.1:5432/postgres; a fresh database is created and dropped for each.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { root } from './lib';
 
-const BENCHES = ['ingest', 'pixel', 'scale', 'latency', 'pacing', 'priority', 'backlog', 'big-order', 'due'] as const;
+const BENCHES = ['ingest', 'pixel', 'scale', 'latency', 'pacing', 'priority', 'restock', 'backlog', 'big-order', 'due'] as const;
 
 function loadAverage(): string {
   const [l1, l5, l15] = os.loadavg();
