@@ -149,7 +149,9 @@ export class ForwardStore {
   /**
    * The customers' pending messages whose content follows their profile: a deferred
    * customer_updated (source id `profile:…`), and historical imports, whose contact properties
-   * must never be older than the live ones when they finally go.
+   * must never be older than the live ones when they finally go. Read through the (shopId,
+   * customerId) index: the status is compared as an expression, so that SQLite never walks the
+   * shop's whole queue through a status index instead (test/faults/deep-backlog.test.ts).
    */
   async pendingCustomerMessages(keys: Set<string>): Promise<Map<string, PendingCustomerMessage[]>> {
     if (keys.size === 0) return new Map();
@@ -164,7 +166,7 @@ export class ForwardStore {
         body: string;
       }>
     >(Prisma.sql`SELECT "id", "shopId", "customerId", "sourceId", "deliveryClass", "email", "body" FROM "OutboxMessage"
-      WHERE (${whereKeys(keys, 'customerId')}) AND "status" IN ('queued', 'held')
+      WHERE (${whereKeys(keys, 'customerId')}) AND ("status" || '') IN ('queued', 'held')
         AND (("eventName" = 'customer_updated' AND "sourceId" LIKE 'profile:%') OR "deliveryClass" = ${HISTORY})`);
     const out = new Map<string, PendingCustomerMessage[]>();
     for (const r of rows) {

@@ -167,6 +167,7 @@ describe('products/update and products/delete payloads', () => {
       handle: 'linen-shirt',
       title: 'Linen Shirt',
       onOnlineStore: true,
+      updatedAt: null,
       imageUrl: 'https://cdn.example/front.png',
       variantImages: { '9007199254740997': 'https://cdn.example/back.png', '42': null },
       variants: {
