@@ -28,7 +28,8 @@ import {
   type Usage,
 } from './classes';
 import { DEFAULT_LIMIT, type Pacer } from './pacer';
-import type { AttemptRecord, ClaimedMessage, HeldReason, OutboxRepository } from './repository';
+import type { AttemptRecord, ClaimedMessage, HeldReason } from './message';
+import type { OutboxRepository } from './repository';
 import { decideRetry } from './retry-policy';
 import { UsageStats } from './usage-stats';
 
