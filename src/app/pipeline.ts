@@ -16,7 +16,7 @@ import { ShopQueue, type DueEntry } from '../outbox/due';
 import type { Pacer } from '../outbox/pacer';
 import type { OutboxRepository } from '../outbox/repository';
 import { wakeupsOf, type Wakeups } from '../db/wakeups';
-import { DeliveryWorker, type WorkerDeps } from '../outbox/worker';
+import { DeliveryWorker, type WorkerDeps } from '../outbox/delivery/worker';
 import type { ServiceClient } from '../integrations/service/types';
 import { createForwardReceipts, type EnrichItems, type ForwardDeps } from '../processing/forward/forward-receipts';
 import { createEmailKeys } from '../processing/storefront/email-keys';

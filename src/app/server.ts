@@ -27,7 +27,7 @@ import { Metrics } from '../observability/metrics';
 import { createHolds } from '../outbox/holds';
 import { Pacer } from '../outbox/pacer';
 import { OutboxRepository } from '../outbox/repository';
-import type { DeliveryWorker, WorkerDeps } from '../outbox/worker';
+import type { DeliveryWorker, WorkerDeps } from '../outbox/delivery/worker';
 import type { ReceiptProcessor } from '../processing/processor';
 import { buildPipeline, type ProcessorTimings } from './pipeline';
 import { createServiceClient } from '../integrations/service/client';

@@ -7,7 +7,7 @@ import { createSecretBox } from '../../src/crypto/secret-box';
 import { lowerDue, ShopQueue } from '../../src/outbox/due';
 import { Pacer } from '../../src/outbox/pacer';
 import { OutboxRepository } from '../../src/outbox/repository';
-import { DeliveryWorker, type WorkerDeps } from '../../src/outbox/worker';
+import { DeliveryWorker, type WorkerDeps } from '../../src/outbox/delivery/worker';
 import { sampleOrder } from '../../sandbox/samples';
 import { createServiceClient } from '../../src/integrations/service/client';
 import { maxInWindow } from '../helpers/clock';

@@ -5,18 +5,18 @@
 // future due time, a wake-up (in-process or NOTIFY), or the slow safety poll: a shop whose
 // messages all lie in the future costs nothing.
 import { randomUUID } from 'node:crypto';
-import { DecryptError } from '../crypto/secret-box';
-import { rawOf, type Db } from '../db/client';
-import { dialectOf } from '../db/dialects';
-import { Backoff, LOOP_BACKOFF, SHOP_BACKOFF } from '../lib/backoff';
-import { LoopSleep } from '../lib/loop-sleep';
-import { prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../db/raw';
-import type { SecretBox } from '../crypto/secret-box';
-import type { Logger } from '../observability/logger';
-import { LogOnce, LoopFailures } from '../observability/log-once';
-import type { Metrics } from '../observability/metrics';
-import type { SendEventBody, ServiceClient, ServiceResult } from '../integrations/service/types';
-import type { LeaseRead, ShopQueue } from './due';
+import { DecryptError } from '../../crypto/secret-box';
+import { rawOf, type Db } from '../../db/client';
+import { dialectOf } from '../../db/dialects';
+import { Backoff, LOOP_BACKOFF, SHOP_BACKOFF } from '../../lib/backoff';
+import { LoopSleep } from '../../lib/loop-sleep';
+import { prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../../db/raw';
+import type { SecretBox } from '../../crypto/secret-box';
+import type { Logger } from '../../observability/logger';
+import { LogOnce, LoopFailures } from '../../observability/log-once';
+import type { Metrics } from '../../observability/metrics';
+import type { SendEventBody, ServiceClient, ServiceResult } from '../../integrations/service/types';
+import type { LeaseRead, ShopQueue } from '../due';
 import {
   DEFAULT_CLASS_POLICY,
   DELIVERY_CLASSES,
@@ -26,12 +26,12 @@ import {
   type ClassIndex,
   type ClassPolicy,
   type Usage,
-} from './classes';
-import { DEFAULT_LIMIT, type Pacer } from './pacer';
-import type { AttemptRecord, ClaimedMessage, HeldReason } from './message';
-import type { OutboxRepository } from './repository';
-import { decideRetry } from './retry-policy';
-import { UsageStats } from './usage-stats';
+} from '../classes';
+import { DEFAULT_LIMIT, type Pacer } from '../pacer';
+import type { AttemptRecord, ClaimedMessage, HeldReason } from '../message';
+import type { OutboxRepository } from '../repository';
+import { decideRetry } from '../retry-policy';
+import { UsageStats } from '../usage-stats';
 
 export interface WorkerDeps {
   db: Db;
