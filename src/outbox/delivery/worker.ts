@@ -17,20 +17,12 @@ import { LogOnce, LoopFailures } from '../../observability/log-once';
 import type { Metrics } from '../../observability/metrics';
 import type { SendEventBody, ServiceClient, ServiceResult } from '../../integrations/service/types';
 import type { LeaseRead, ShopQueue } from '../due';
-import {
-  DEFAULT_CLASS_POLICY,
-  DELIVERY_CLASSES,
-  floorsOf,
-  HISTORY,
-  planClasses,
-  type ClassIndex,
-  type ClassPolicy,
-  type Usage,
-} from '../classes';
+import { DEFAULT_CLASS_POLICY, DELIVERY_CLASSES, floorsOf, HISTORY, type ClassIndex, type ClassPolicy, type Usage } from '../classes';
 import { DEFAULT_LIMIT, type Pacer } from '../pacer';
 import type { AttemptRecord, ClaimedMessage, HeldReason } from '../message';
 import type { OutboxRepository } from '../repository';
 import { decideRetry } from '../retry-policy';
+import { batchSizeFor, inPlanOrder, lockMsFor, planBatch, tookAll } from './batch-plan';
 import { UsageStats } from '../usage-stats';
 
 export interface WorkerDeps {
@@ -448,12 +440,11 @@ export class DeliveryWorker {
           // other shops may be waiting for a lane: go behind them
           return { notBefore: this.now() };
         }
-        // a quarter second of the limit per claim: a message of a higher class never waits behind much
-        const batchSize = Math.max(1, Math.min(this.deps.batchSize ?? 50, Math.ceil(limit / 4)));
+        const batchSize = batchSizeFor(limit, this.deps.batchSize ?? 50);
         const now = this.now();
         const due = await repo.dueByClass(shopId, ctx.workspaceId, now, batchSize);
         if (due.own.every((n) => n === 0)) return {};
-        let counts = this.planBatch(due, usage, batchSize, true);
+        let counts = planBatch(due, usage, this.floors, batchSize, true);
         if (counts.every((n) => n === 0)) {
           // the workspace's next send is another shop's (a higher class, or a floor): its lane takes
           // it. When no one has sent since this lane last waited (that shop is not being served),
@@ -465,45 +456,27 @@ export class DeliveryWorker {
             await sleep(Math.max(50, 2 * pacer.intervalMs(limit)));
             continue;
           }
-          counts = this.planBatch(due, usage, 1, false);
+          counts = planBatch(due, usage, this.floors, 1, false);
         }
         waitedAt = null;
-        const lockMs = Math.ceil(((batchSize + 1) * 1000) / limit) + (this.deps.requestTimeoutMs ?? 10_000) + 5_000;
+        const lockMs = lockMsFor(batchSize, limit, this.deps.requestTimeoutMs ?? 10_000);
         const claimed = await repo.claim(shopId, this.workerId, counts, now, lockMs);
         if (claimed.length === 0) return {};
         const batch = await this.withoutExpired(shopId, claimed, now);
-        const end = batch.length ? await this.sendBatch(shopId, ctx, this.inPlanOrder(batch, usage), inFlight, lane, round > 0) : null;
+        const end = batch.length
+          ? await this.sendBatch(shopId, ctx, inPlanOrder(batch, usage, this.floors), inFlight, lane, round > 0)
+          : null;
         if (end) return end;
         // the batch was all the shop had due (each class's count under the cap, every one
         // claimed), or a short claim took everything: the release finds what was queued meanwhile,
         // so the common lane of one or two messages reads nothing more
         const planned = counts.reduce((a, b) => a + b, 0);
-        const tookAll = due.own.every((n, k) => n < batchSize && counts[k] === n);
-        if (claimed.length < planned || tookAll) return {};
+        if (claimed.length < planned || tookAll(due, counts, batchSize)) return {};
       }
       return {};
     } finally {
       await Promise.all(inFlight);
     }
-  }
-
-  /**
-   * How many of each class this shop's next batch claims: its part of the workspace's plan (made
-   * from the due work of this shop and, `withOthers`, of the other shops). The plan's sends of
-   * classes only other shops have are theirs: their lanes take those turns at the shared pacer.
-   */
-  private planBatch(due: { own: number[]; others: boolean[] }, usage: Usage, batchSize: number, withOthers: boolean): number[] {
-    const view = due.own.map((n, k) => n + (withOthers && due.others[k] ? batchSize : 0));
-    const counts = [0, 0, 0, 0];
-    for (const k of planClasses(view, usage, this.floors, batchSize)) if (counts[k]! < due.own[k]!) counts[k]! += 1;
-    return counts;
-  }
-
-  /** The batch in the order the scheduler sends it, the usage moving as each send will move it. */
-  private inPlanOrder(batch: ClaimedMessage[], usage: Usage): ClaimedMessage[] {
-    const byClass = [0, 1, 2, 3].map((k) => batch.filter((m) => m.deliveryClass === k));
-    const left = byClass.map((l) => l.length);
-    return planClasses(left, usage, this.floors, batch.length).map((k) => byClass[k]!.shift()!);
   }
 
   /**
