@@ -36,12 +36,20 @@ function ownWorker(s: Stack, serviceUrl: string, deps: Partial<WorkerDeps> & Pic
   });
 }
 
+/** The worker's own prepared statements a test counts the runs of, by the fields that lead to each. */
+const STATEMENTS = {
+  delivered: ['health', 'store', 'deliveredStatement'],
+  context: ['contexts', 'statement'],
+};
+
 /**
  * Records each run of one of the worker's own prepared statements whose parameters name one of
  * `ids` (a message left by another test may be delivered too): what a test counts.
  */
-function runsOf(worker: DeliveryWorker, statement: 'deliveredStatement' | 'contextStatement', ids: string[]): unknown[][] {
-  const st = (worker as unknown as Record<typeof statement, { run: (p: unknown[]) => Promise<unknown[]> }>)[statement];
+function runsOf(worker: DeliveryWorker, statement: keyof typeof STATEMENTS, ids: string[]): unknown[][] {
+  const st = STATEMENTS[statement].reduce((o, field) => (o as Record<string, unknown>)[field], worker as unknown) as {
+    run: (p: unknown[]) => Promise<unknown[]>;
+  };
   const run = st.run.bind(st);
   const runs: unknown[][] = [];
   st.run = (params) => {
@@ -223,7 +231,7 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
       },
     };
     worker = ownWorker(s, s.emulator.url, { client });
-    const writes = runsOf(worker, 'deliveredStatement', ids);
+    const writes = runsOf(worker, 'delivered', ids);
     for (const shop of shops) await queueOrders(s.app.db, shop, [`last-delivered-${shop.domain}`]);
     worker.start();
     const recorded = () => s.app.db.connection.findMany({ where: { shopId: { in: ids }, lastDeliveredAt: { not: null } } });
@@ -252,7 +260,7 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     worker = ownWorker(s, s.emulator.url, { client });
     const reads = runsOf(
       worker,
-      'contextStatement',
+      'context',
       shops.map((x) => x.id),
     );
     for (const shop of shops) await queueOrders(s.app.db, shop, [`context-${shop.domain}`]);

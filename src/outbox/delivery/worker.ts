@@ -5,34 +5,26 @@
 // future due time, a wake-up (in-process or NOTIFY), or the slow safety poll: a shop whose
 // messages all lie in the future costs nothing.
 import { randomUUID } from 'node:crypto';
-import { DecryptError } from '../../crypto/secret-box';
-import { rawOf, type Db } from '../../db/client';
-import { dialectOf } from '../../db/dialects';
 import { Backoff, LOOP_BACKOFF, SHOP_BACKOFF } from '../../lib/backoff';
 import { LoopSleep } from '../../lib/loop-sleep';
-import { prepare, rawDate, rawTimestamp, type RawStatement, type StatementBuilder } from '../../db/raw';
-import type { SecretBox } from '../../crypto/secret-box';
 import type { Logger } from '../../observability/logger';
 import { LogOnce, LoopFailures } from '../../observability/log-once';
-import type { Metrics } from '../../observability/metrics';
 import type { SendEventBody, ServiceClient, ServiceResult } from '../../integrations/service/types';
-import type { LeaseRead, ShopQueue } from '../due';
-import { DEFAULT_CLASS_POLICY, DELIVERY_CLASSES, floorsOf, HISTORY, type ClassIndex, type ClassPolicy, type Usage } from '../classes';
-import { DEFAULT_LIMIT, type Pacer } from '../pacer';
-import type { AttemptRecord, ClaimedMessage, HeldReason } from '../message';
+import { ConnectionStore } from '../connection-store';
+import type { ShopQueue } from '../due';
+import { DEFAULT_CLASS_POLICY, DELIVERY_CLASSES, floorsOf, HISTORY, type ClassIndex, type ClassPolicy } from '../classes';
+import type { AttemptRecord, ClaimedMessage } from '../message';
 import type { OutboxRepository } from '../repository';
 import { decideRetry } from '../retry-policy';
 import { batchSizeFor, inPlanOrder, lockMsFor, planBatch, tookAll } from './batch-plan';
+import { ConnectionHealth } from './connection-health';
+import { LEASE_CONTEXT, ShopContexts, type ContextRow, type ShopContext, type ShopContextDeps } from './shop-context';
 import { UsageStats } from '../usage-stats';
 
-export interface WorkerDeps {
-  db: Db;
+export interface WorkerDeps extends ShopContextDeps {
   repo: OutboxRepository;
   queue: ShopQueue;
-  pacer: Pacer;
   client: ServiceClient;
-  secrets: SecretBox;
-  metrics: Metrics;
   logger: Logger;
   now?: () => Date;
   random?: () => number;
@@ -79,72 +71,6 @@ function expiredReason(k: ClassIndex, maxAgeMs: number): string {
   return `expired unsent: a ${DELIVERY_CLASSES[k]} event is no longer useful ${hours} h after it was due (the workspace's budget went to more important events first)`;
 }
 
-interface Pacing {
-  limit: number;
-  pausedUntil: Date | null;
-  /** The workspace's recent sends per class (classes.ts). */
-  usage: Usage;
-}
-
-interface ShopContext {
-  workspaceId: string;
-  apiKey: string;
-  /** The workspace's pacing as the lane began (read again for each later batch). */
-  pacing: Pacing;
-}
-
-interface ContextRow {
-  /** The shop's id; null when the shop is gone. */
-  shop: string | null;
-  uninstalledAt: unknown;
-  status: string | null;
-  workspaceId: string | null;
-  apiKeyEnc: string | null;
-  limitPerSec: number | null;
-  pausedUntil: unknown;
-  usageCritical: number | null;
-  usageTriggers: number | null;
-  usageBehaviour: number | null;
-  usageHistory: number | null;
-}
-
-// A lane's start: the shop, its connection and its workspace's pacing. On PostgreSQL the pass's
-// lease reads it for every shop it leased (LEASE_CONTEXT), in the lease's own statement; on
-// SQLite each lane reads its own (CONTEXT), in process.
-const CONTEXT_COLUMNS = `"s"."id" AS "shop", "s"."uninstalledAt", "c"."status", "c"."workspaceId", "c"."apiKeyEnc", "w"."limitPerSec", "w"."pausedUntil",
-  "w"."usageCritical", "w"."usageTriggers", "w"."usageBehaviour", "w"."usageHistory"`;
-const CONTEXT_JOINS = `
-  LEFT JOIN "Connection" AS "c" ON "c"."shopId" = "s"."id"
-  LEFT JOIN "WorkspacePacer" AS "w" ON "w"."workspaceId" = "c"."workspaceId"`;
-const CONTEXT: StatementBuilder = (p) => `SELECT ${CONTEXT_COLUMNS} FROM "Shop" AS "s" ${CONTEXT_JOINS} WHERE "s"."id" = ${p(1)}`;
-const LEASE_CONTEXT: LeaseRead = {
-  name: 'due_lease_context',
-  select: (leased) =>
-    `SELECT "l"."shopId", ${CONTEXT_COLUMNS} FROM ${leased} AS "l" LEFT JOIN "Shop" AS "s" ON "s"."id" = "l"."shopId" ${CONTEXT_JOINS}`,
-};
-
-// The connections' "last successful delivery", for several shops in one statement. A success
-// clears the last error unless that error is newer than the success. Parameters: the rows of
-// [shop, time], as the dialect passes rows (rowsParams).
-const DELIVERED: StatementBuilder = (p, d) => {
-  const rows = d.rowsOf(
-    [
-      { name: 'shopId', type: 'text' },
-      { name: 'at', type: 'timestamp' },
-    ],
-    p,
-  );
-  const older = `"c"."lastErrorAt" IS NULL OR "c"."lastErrorAt" <= "v"."at"`;
-  return `
-  UPDATE "Connection" AS "c" SET "lastDeliveredAt" = "v"."at", "updatedAt" = "v"."at",
-    "lastError" = CASE WHEN ${older} THEN NULL ELSE "c"."lastError" END,
-    "lastErrorAt" = CASE WHEN ${older} THEN NULL ELSE "c"."lastErrorAt" END
-  FROM (${rows}) AS "v" WHERE "c"."shopId" = "v"."shopId"`;
-};
-
-/** How long a delivery's "last delivered" waits for others to share its write. */
-const DELIVERED_FLUSH_MS = 200;
-
 type LaneEnd = { notBefore?: Date };
 
 /**
@@ -174,9 +100,10 @@ export class DeliveryWorker {
   private woken = false;
   private lastSweep = 0;
   private lastReconcile = 0;
-  private readonly keyCache = new Map<string, { enc: string; key: string }>();
-  private readonly contextStatement: RawStatement<ContextRow>;
-  private readonly deliveredStatement: RawStatement<never>;
+  /** The shops' connections and pacing, as lanes begin. */
+  private readonly contexts: ShopContexts;
+  /** What deliveries tell of the connection: the last delivery, the last error, a refused key. */
+  private readonly health: ConnectionHealth;
   /** Whether the last pass filled every free lane (more shops may be due than lanes). */
   private saturated = false;
   /** When the sleeping loop means to look again (epoch ms). */
@@ -208,7 +135,7 @@ export class DeliveryWorker {
     const policy = deps.classes ?? DEFAULT_CLASS_POLICY;
     this.floors = floorsOf(policy);
     this.maxAgeMs = DELIVERY_CLASSES.map((c) => policy.maxAgeMs[c]);
-    this.usageStats = new UsageStats(deps.db, rawOf(deps.db).provider, {
+    this.usageStats = new UsageStats(deps.db, {
       flushEveryMs: deps.usageFlushMs,
       onError: (err) =>
         this.logOnce.log(
@@ -218,8 +145,8 @@ export class DeliveryWorker {
           'could not write the counts of sends per event; tried again at the next flush',
         ),
     });
-    this.contextStatement = prepare<ContextRow>(rawOf(deps.db), 'worker_context', CONTEXT);
-    this.deliveredStatement = prepare<never>(rawOf(deps.db), 'worker_delivered', DELIVERED, { lazyCommit: true });
+    this.contexts = new ShopContexts(deps, this.logOnce, this.now);
+    this.health = new ConnectionHealth(new ConnectionStore(deps.db), deps.logger);
   }
 
   private get maxLanes(): number {
@@ -239,7 +166,7 @@ export class DeliveryWorker {
     await this.loop;
     await Promise.all([...this.lanes.values()]);
     await Promise.all([...this.releasing]);
-    await this.flushDelivered();
+    await this.health.flush();
     await this.usageStats.flush();
     this.loop = undefined;
   }
@@ -368,51 +295,6 @@ export class DeliveryWorker {
     void released.finally(() => this.releasing.delete(released));
   }
 
-  /** The shop's connection and its workspace's pacing, or the reason its messages must wait: the lease's row, or one read. */
-  private async context(shopId: string, leased?: ContextRow): Promise<ShopContext | { hold: HeldReason } | null> {
-    const row = leased ?? (await this.contextStatement.run([shopId]))[0];
-    if (!row || row.shop === null) return null;
-    if (row.uninstalledAt !== null) return { hold: 'uninstalled' };
-    if (row.status === null || row.workspaceId === null || row.apiKeyEnc === null) return { hold: 'disconnected' };
-    if (row.status !== 'connected') return { hold: 'invalid_key' };
-    let cached = this.keyCache.get(shopId);
-    if (!cached || cached.enc !== row.apiKeyEnc) {
-      try {
-        cached = { enc: row.apiKeyEnc, key: this.deps.secrets.decrypt(row.apiKeyEnc, shopId) };
-      } catch (err) {
-        if (!(err instanceof DecryptError)) throw err;
-        // a state of this shop, not a fault of the process: its deliveries wait for a key
-        // that reads (a restart with the old key among the previous ones, or a new key saved)
-        this.logOnce.log(
-          'error',
-          `key:${shopId}`,
-          { shopId, err: err.message },
-          'the shop’s API key cannot be decrypted with any configured key; its deliveries are held (key_unreadable)',
-        );
-        this.deps.metrics.keyUnreadable.inc();
-        return { hold: 'key_unreadable' };
-      }
-      this.logOnce.clear(`key:${shopId}`);
-      this.keyCache.set(shopId, cached);
-    }
-    const until = rawDate(row.pausedUntil);
-    if (row.limitPerSec !== null) this.deps.pacer.knownRow(row.workspaceId, Number(row.limitPerSec));
-    return {
-      workspaceId: row.workspaceId,
-      apiKey: cached.key,
-      pacing: {
-        limit: row.limitPerSec === null ? DEFAULT_LIMIT : Number(row.limitPerSec),
-        pausedUntil: until && until.getTime() > this.now().getTime() ? until : null,
-        usage: [
-          Number(row.usageCritical ?? 0),
-          Number(row.usageTriggers ?? 0),
-          Number(row.usageBehaviour ?? 0),
-          Number(row.usageHistory ?? 0),
-        ],
-      },
-    };
-  }
-
   /**
    * A shop's lane: plan a batch by delivery class, claim it, take each send from the pacer as it
    * leaves, repeat until the shop has nothing due, the workspace is slowed down or paused, the
@@ -427,7 +309,7 @@ export class DeliveryWorker {
     /** The workspace's usage when this lane last waited for another shop's send; null when it did not. */
     let waitedAt: string | null = null;
     try {
-      const ctx = await this.context(shopId, leased);
+      const ctx = await this.contexts.read(shopId, leased);
       if (!ctx) return {};
       if ('hold' in ctx) {
         await repo.holdShop(shopId, ctx.hold);
@@ -610,38 +492,6 @@ export class DeliveryWorker {
   }
 
   /**
-   * The connection's "last successful delivery", noted at most once a second per shop and
-   * written for every shop noted within DELIVERED_FLUSH_MS in one statement, so many shops'
-   * first orders at once cost one write, not one per shop. A success also clears the last error,
-   * so the page does not show a problem that is over.
-   */
-  private readonly lastDelivered = new Map<string, number>();
-  private readonly deliveredPending = new Map<string, number>();
-  private deliveredTimer?: NodeJS.Timeout;
-  private noteDelivered(shopId: string, at: Date): void {
-    const prev = this.lastDelivered.get(shopId) ?? 0;
-    if (at.getTime() - prev < 1000) return;
-    this.lastDelivered.set(shopId, at.getTime());
-    this.deliveredPending.set(shopId, at.getTime());
-    this.deliveredTimer ??= setTimeout(() => void this.flushDelivered(), DELIVERED_FLUSH_MS);
-  }
-
-  private async flushDelivered(): Promise<void> {
-    clearTimeout(this.deliveredTimer);
-    this.deliveredTimer = undefined;
-    if (this.deliveredPending.size === 0) return;
-    const pending = [...this.deliveredPending];
-    this.deliveredPending.clear();
-    const provider = rawOf(this.deps.db).provider;
-    const params = dialectOf(provider).rowsParams(pending.map(([shopId, at]) => [shopId, rawTimestamp(provider, new Date(at))]));
-    await this.deliveredStatement
-      .run(params)
-      .catch((err: unknown) =>
-        this.deps.logger.warn({ shops: pending.length, err: (err as Error).message }, 'could not record the last delivery time'),
-      );
-  }
-
-  /**
    * Records that the service accepted a message. A write that fails is tried again a few times;
    * then the smallest write that takes the message out of the queue (delivered_unconfirmed) is
    * tried until its lock would expire. The message is never released for another send.
@@ -689,7 +539,7 @@ export class DeliveryWorker {
     shopId: string,
     onSent?: (at: number) => void,
   ): Promise<'continue' | 'stop'> {
-    const { client, repo, pacer, metrics, logger, db } = this.deps;
+    const { client, repo, pacer, metrics, logger } = this.deps;
     const startedAt = this.now();
     let result: ServiceResult<unknown>;
     if (msg.kind === 'contact_delete') {
@@ -719,7 +569,7 @@ export class DeliveryWorker {
       await this.recordAccepted(msg, finishedAt, attempt, scrub);
       if (scrub) this.deps.onScrubbed?.();
       if (msg.deliveryClass !== HISTORY) metrics.deliveryLatency.observe(Math.max(0, finishedAt.getTime() - msg.dueAt.getTime()) / 1000);
-      this.noteDelivered(shopId, finishedAt);
+      this.health.delivered(shopId, finishedAt);
       await pacer.observe(ctx.workspaceId, result.rate, false, undefined, startedAt.getTime()).catch(() => undefined);
       return 'continue';
     }
@@ -739,7 +589,9 @@ export class DeliveryWorker {
       { sends: msg.sends - (refused ? 1 : 0), maxSends: repo.maxSends },
       shopState,
     );
-    await db.connection.updateMany({ where: { shopId }, data: { lastError: result.message, lastErrorAt: finishedAt } });
+    // the page shows the error; a refused key also marks the connection until a valid key is saved
+    if (decision.action === 'hold' && decision.reason === 'invalid_key') await this.health.keyRefused(shopId, result.message, finishedAt);
+    else await this.health.failed(shopId, result.message, finishedAt);
     switch (decision.action) {
       case 'retry':
         await repo.reschedule(msg, this.workerId, decision.runAt, decision.reason, attempt, refused, finishedAt);
@@ -753,7 +605,6 @@ export class DeliveryWorker {
       case 'hold':
         if (decision.reason === 'invalid_key') {
           logger.warn({ shopId }, 'the service refused the API key; holding the shop’s deliveries until a valid key is saved');
-          await db.connection.updateMany({ where: { shopId }, data: { status: 'invalid_key' } });
         } else {
           // the key is fine: the address is wrong (holds.ts re-probes it and logs it for the operator)
           logger.warn(
