@@ -9,15 +9,15 @@ import { Backoff, LOOP_BACKOFF, SHOP_BACKOFF } from '../../lib/backoff';
 import { LoopSleep } from '../../lib/loop-sleep';
 import type { Logger } from '../../observability/logger';
 import { LogOnce, LoopFailures } from '../../observability/log-once';
-import type { SendEventBody, ServiceClient, ServiceResult } from '../../integrations/service/types';
+import type { ServiceClient } from '../../integrations/service/types';
 import { ConnectionStore } from '../connection-store';
 import type { ShopQueue } from '../due';
-import { DEFAULT_CLASS_POLICY, DELIVERY_CLASSES, floorsOf, HISTORY, type ClassIndex, type ClassPolicy } from '../classes';
-import type { AttemptRecord, ClaimedMessage } from '../message';
+import { DEFAULT_CLASS_POLICY, DELIVERY_CLASSES, floorsOf, type ClassIndex, type ClassPolicy } from '../classes';
+import type { ClaimedMessage } from '../message';
 import type { OutboxRepository } from '../repository';
-import { decideRetry } from '../retry-policy';
 import { batchSizeFor, inPlanOrder, lockMsFor, planBatch, tookAll } from './batch-plan';
 import { ConnectionHealth } from './connection-health';
+import { deliver, type DeliverDeps } from './deliver';
 import { LEASE_CONTEXT, ShopContexts, type ContextRow, type ShopContext, type ShopContextDeps } from './shop-context';
 import { UsageStats } from '../usage-stats';
 
@@ -55,7 +55,6 @@ export interface WorkerDeps extends ShopContextDeps {
    * that would time out and be sent again.
    */
   maxInFlight?: number;
-  /** Called once a contact delete's row was scrubbed of its address (sent, or dead). */
   onScrubbed?: () => void;
   /** How often a fault that repeats for one shop is logged again. */
   logEveryMs?: number;
@@ -104,6 +103,8 @@ export class DeliveryWorker {
   private readonly contexts: ShopContexts;
   /** What deliveries tell of the connection: the last delivery, the last error, a refused key. */
   private readonly health: ConnectionHealth;
+  /** What a delivery needs, built once. */
+  private readonly parts: DeliverDeps;
   /** Whether the last pass filled every free lane (more shops may be due than lanes). */
   private saturated = false;
   /** When the sleeping loop means to look again (epoch ms). */
@@ -147,6 +148,19 @@ export class DeliveryWorker {
     });
     this.contexts = new ShopContexts(deps, this.logOnce, this.now);
     this.health = new ConnectionHealth(new ConnectionStore(deps.db), deps.logger);
+    this.parts = {
+      repo: deps.repo,
+      logger: deps.logger,
+      metrics: deps.metrics,
+      now: this.now,
+      recordRetryMs: deps.recordRetryMs ?? [200, 1000, 3000],
+      client: deps.client,
+      pacer: deps.pacer,
+      health: this.health,
+      usage: this.usageStats,
+      random: deps.random,
+      onScrubbed: deps.onScrubbed,
+    };
   }
 
   private get maxLanes(): number {
@@ -429,7 +443,7 @@ export class DeliveryWorker {
         let wroteAt: number | undefined;
         let written = () => {};
         const left = new Promise<void>((resolve) => (written = resolve));
-        const p = this.deliver(msg, ctx, shopId, (at) => {
+        const p = deliver(this.parts, this.workerId, msg, ctx, shopId, (at) => {
           wroteAt ??= at;
           written();
         })
@@ -489,140 +503,5 @@ export class DeliveryWorker {
       clearTimeout(timer);
     }
     return true;
-  }
-
-  /**
-   * Records that the service accepted a message. A write that fails is tried again a few times;
-   * then the smallest write that takes the message out of the queue (delivered_unconfirmed) is
-   * tried until its lock would expire. The message is never released for another send.
-   */
-  private async recordAccepted(msg: ClaimedMessage, at: Date, attempt: AttemptRecord, scrub: boolean): Promise<void> {
-    const { repo, logger, metrics } = this.deps;
-    const waits = this.deps.recordRetryMs ?? [200, 1000, 3000];
-    let lastError = '';
-    for (let i = 0; i <= waits.length; i++) {
-      try {
-        await repo.markDelivered(msg, this.workerId, at, attempt, scrub);
-        return;
-      } catch (err) {
-        lastError = (err as Error).message;
-        logger.warn({ messageId: msg.id, err: lastError, try: i + 1 }, 'recording a delivery failed; trying again');
-        if (i < waits.length) await sleep(waits[i]!);
-      }
-    }
-    const until = (msg.lockedUntil?.getTime() ?? Date.now()) + 5_000;
-    for (;;) {
-      try {
-        await repo.markUnconfirmed(msg, this.workerId, at, lastError.slice(0, 300), scrub);
-        metrics.unconfirmed.inc();
-        logger.error(
-          { messageId: msg.id, shopId: msg.shopId },
-          'the service accepted a message but its delivery could not be recorded; marked delivered_unconfirmed, it will not be sent again',
-        );
-        return;
-      } catch (err) {
-        if (this.now().getTime() > until) {
-          logger.error(
-            { messageId: msg.id, err: (err as Error).message },
-            'the database refused every write for an accepted message; its lock will expire and it may be sent again',
-          );
-          return;
-        }
-        await sleep(1000);
-      }
-    }
-  }
-
-  private async deliver(
-    msg: ClaimedMessage,
-    ctx: ShopContext,
-    shopId: string,
-    onSent?: (at: number) => void,
-  ): Promise<'continue' | 'stop'> {
-    const { client, repo, pacer, metrics, logger } = this.deps;
-    const startedAt = this.now();
-    let result: ServiceResult<unknown>;
-    if (msg.kind === 'contact_delete') {
-      result = await client.deleteContact(ctx.apiKey, msg.email ?? '', { onSent });
-    } else {
-      const body = JSON.parse(msg.body) as SendEventBody;
-      result = await client.sendEvent(ctx.apiKey, body, { onSent });
-    }
-    const finishedAt = this.now();
-    const attempt: AttemptRecord = {
-      attempt: msg.attempts,
-      startedAt,
-      durationMs: Math.max(0, Math.round(result.durationMs)),
-      statusCode: result.status ?? null,
-      outcome: result.kind,
-      error: result.kind === 'ok' ? null : result.message,
-      workerId: this.workerId,
-    };
-    metrics.deliveries.inc({ outcome: result.kind });
-    // a request made is budget spent, whatever its outcome
-    metrics.classSends.inc({ class: DELIVERY_CLASSES[msg.deliveryClass] });
-    this.usageStats.add(shopId, msg.eventName, msg.deliveryClass, startedAt, { sends: 1 });
-    if (result.kind === 'rate_limited') metrics.rateLimited.inc();
-    const scrub = msg.kind === 'contact_delete';
-    if (result.kind === 'ok') {
-      // the service has it: from here on, nothing may send it again
-      await this.recordAccepted(msg, finishedAt, attempt, scrub);
-      if (scrub) this.deps.onScrubbed?.();
-      if (msg.deliveryClass !== HISTORY) metrics.deliveryLatency.observe(Math.max(0, finishedAt.getTime() - msg.dueAt.getTime()) / 1000);
-      this.health.delivered(shopId, finishedAt);
-      await pacer.observe(ctx.workspaceId, result.rate, false, undefined, startedAt.getTime()).catch(() => undefined);
-      return 'continue';
-    }
-    await pacer.observe(ctx.workspaceId, result.rate, result.kind === 'rate_limited', result.retryAfterMs, startedAt.getTime());
-    const yieldLane = result.kind === 'rate_limited';
-    if (result.kind === 'not_acceptable')
-      logger.error({ messageId: msg.id }, 'the service answered 406 Not Acceptable: our request headers are wrong (a bug)');
-    const refused = !result.mayHaveArrived;
-    // a 404 while the shop is already held for one holds this message too, at its first try
-    const shopState = result.kind === 'not_found' ? { heldForNotFound: await repo.isHeld(shopId, 'service_not_found') } : {};
-    const decision = decideRetry(
-      result,
-      msg.attempts,
-      msg.dueAt,
-      finishedAt,
-      this.deps.random,
-      { sends: msg.sends - (refused ? 1 : 0), maxSends: repo.maxSends },
-      shopState,
-    );
-    // the page shows the error; a refused key also marks the connection until a valid key is saved
-    if (decision.action === 'hold' && decision.reason === 'invalid_key') await this.health.keyRefused(shopId, result.message, finishedAt);
-    else await this.health.failed(shopId, result.message, finishedAt);
-    switch (decision.action) {
-      case 'retry':
-        await repo.reschedule(msg, this.workerId, decision.runAt, decision.reason, attempt, refused, finishedAt);
-        // a 429: the lane gives its batch back and waits out the slow-down unclaimed
-        return yieldLane ? 'stop' : 'continue';
-      case 'dead':
-        logger.warn({ messageId: msg.id, shopId, reason: decision.reason }, 'delivery is dead');
-        await repo.markDead(msg, this.workerId, decision.reason, attempt, finishedAt, scrub);
-        if (scrub) this.deps.onScrubbed?.();
-        return 'continue';
-      case 'hold':
-        if (decision.reason === 'invalid_key') {
-          logger.warn({ shopId }, 'the service refused the API key; holding the shop’s deliveries until a valid key is saved');
-        } else {
-          // the key is fine: the address is wrong (holds.ts re-probes it and logs it for the operator)
-          logger.warn(
-            { shopId, err: result.message },
-            'the email service address answered 404; holding the shop’s deliveries until it answers',
-          );
-        }
-        await repo.markHeld(msg, this.workerId, decision.reason, result.message, attempt, finishedAt);
-        await repo.holdShop(shopId, decision.reason, finishedAt);
-        return 'stop';
-      case 'pause_workspace':
-        logger.warn(
-          { workspaceId: ctx.workspaceId, until: decision.until.toISOString() },
-          'the service blocked the workspace; pausing its deliveries',
-        );
-        await pacer.pause(ctx.workspaceId, decision.until, decision.reason);
-        await repo.reschedule(msg, this.workerId, decision.runAt, decision.reason, attempt, refused, finishedAt);
-        return 'stop';
-    }
   }
 }
