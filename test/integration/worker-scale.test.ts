@@ -32,6 +32,7 @@ function ownWorker(s: Stack, serviceUrl: string, deps: Partial<WorkerDeps> & Pic
     secrets: createSecretBox(config.encryption.key, []),
     metrics: new Metrics(),
     logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+    requestTimeoutMs: config.service.timeoutMs,
     ...deps,
   });
 }
@@ -302,7 +303,7 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
       await gap?.();
       return dueAt;
     };
-    worker = ownWorker(s, s.emulator.url, { queue, client, leaseMs: 10_000 });
+    worker = ownWorker(s, s.emulator.url, { queue, client, tuning: { leaseMs: 10_000 } });
     worker.start();
     await queueOrders(s.app.db, shop, ['first']);
     worker.nudge();

@@ -12,12 +12,13 @@ import { LogOnce, LoopFailures } from '../../observability/log-once';
 import type { ServiceClient } from '../../integrations/service/types';
 import { ConnectionStore } from '../connection-store';
 import type { ShopQueue } from '../due';
-import { DEFAULT_CLASS_POLICY, DELIVERY_CLASSES, floorsOf, type ClassIndex, type ClassPolicy } from '../classes';
+import { DELIVERY_CLASSES, floorsOf, type ClassIndex } from '../classes';
 import type { ClaimedMessage } from '../message';
 import type { OutboxRepository } from '../repository';
 import { batchSizeFor, inPlanOrder, lockMsFor, planBatch, tookAll } from './batch-plan';
 import { ConnectionHealth } from './connection-health';
 import { deliver, type DeliverDeps } from './deliver';
+import { resolveTuning, type WorkerTuning } from './tuning';
 import { LEASE_CONTEXT, ShopContexts, type ContextRow, type ShopContext, type ShopContextDeps } from './shop-context';
 import { UsageStats } from '../usage-stats';
 
@@ -29,39 +30,11 @@ export interface WorkerDeps extends ShopContextDeps {
   now?: () => Date;
   random?: () => number;
   workerId?: string;
-  /** Shops served at once by this process (WORKER_LANES). */
-  lanes?: number;
-  /** Most messages claimed at once per shop; the batch is also capped at a quarter second of the limit. */
-  batchSize?: number;
-  /** Request timeout, used to size claim locks. */
-  requestTimeoutMs?: number;
-  /** How often expired locks are swept. */
-  sweepEveryMs?: number;
-  /** The slow safety poll: discovery runs at least this often, whatever the wake-ups say. */
-  safetyPollMs?: number;
-  /** How often the queue of queues is reconciled with the outbox (a safety net; logs what it finds). */
-  reconcileEveryMs?: number;
-  /** How long a lane keeps one shop while other shops wait for a lane. */
-  laneQuantumMs?: number;
-  /** A lane's lease on its shop, renewed every batch. */
-  leaseMs?: number;
-  /** Waits between attempts to record an outcome that failed to write. */
-  recordRetryMs?: number[];
-  /** Longest a claimed batch waits for the workspace's next send before it is given back. */
-  maxSendWaitMs?: number;
-  /**
-   * Requests a lane keeps in flight at most (WORKER_MAX_IN_FLIGHT). The pacer spaces sends; this
-   * bounds how many wait on a slow service at once, so a slow service gets no pile of requests
-   * that would time out and be sent again.
-   */
-  maxInFlight?: number;
+  /** The service client's request timeout: it sizes claim locks. */
+  requestTimeoutMs: number;
   onScrubbed?: () => void;
-  /** How often a fault that repeats for one shop is logged again. */
-  logEveryMs?: number;
-  /** Floors and maximum ages of the delivery classes (DELIVERY_FLOOR_*, DELIVERY_MAX_AGE_HOURS_*). */
-  classes?: ClassPolicy;
-  /** How often the counts of sends per event are written (DeliveryUsage). */
-  usageFlushMs?: number;
+  /** What differs from DEFAULT_TUNING. */
+  tuning?: Partial<WorkerTuning>;
 }
 
 /** Why a message was expired unsent, for the delivery log. */
@@ -71,17 +44,6 @@ function expiredReason(k: ClassIndex, maxAgeMs: number): string {
 }
 
 type LaneEnd = { notBefore?: Date };
-
-/**
- * A lane's lease on its shop, renewed by every later batch. It bounds how long the shops of a
- * process that died (SIGKILL, OOM) wait before another process serves them; a lease that runs
- * out under a lane still sending only lets a second lane claim beside it (claims are atomic and
- * pacing is shared, so nothing is sent twice or too fast).
- */
-export const DEFAULT_LANE_LEASE_MS = 10_000;
-
-/** Requests in flight per lane: at the baseline 10/s a service would need 3.2 s a request to fill it. */
-export const DEFAULT_MAX_IN_FLIGHT = 32;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -117,6 +79,7 @@ export class DeliveryWorker {
   private readonly loopBackoff: Backoff<string>;
   private readonly logOnce: LogOnce;
   private readonly failures: LoopFailures;
+  private readonly tuning: WorkerTuning;
   /** Floor shares by class index, and maximum useful ages (ms, null: none). */
   private readonly floors: number[];
   private readonly maxAgeMs: Array<number | null>;
@@ -131,13 +94,13 @@ export class DeliveryWorker {
     const clock = () => this.now().getTime();
     this.shopBackoff = new Backoff(SHOP_BACKOFF, clock, deps.random);
     this.loopBackoff = new Backoff(LOOP_BACKOFF, clock, deps.random);
-    this.logOnce = new LogOnce(deps.logger, deps.logEveryMs ?? 5 * 60_000, clock);
+    this.tuning = resolveTuning(deps.tuning);
+    this.logOnce = new LogOnce(deps.logger, undefined, clock);
     this.failures = new LoopFailures(this.logOnce, deps.metrics.loopFailures);
-    const policy = deps.classes ?? DEFAULT_CLASS_POLICY;
+    const policy = this.tuning.classes;
     this.floors = floorsOf(policy);
     this.maxAgeMs = DELIVERY_CLASSES.map((c) => policy.maxAgeMs[c]);
     this.usageStats = new UsageStats(deps.db, {
-      flushEveryMs: deps.usageFlushMs,
       onError: (err) =>
         this.logOnce.log(
           'warn',
@@ -153,7 +116,7 @@ export class DeliveryWorker {
       logger: deps.logger,
       metrics: deps.metrics,
       now: this.now,
-      recordRetryMs: deps.recordRetryMs ?? [200, 1000, 3000],
+      recordRetryMs: this.tuning.recordRetryMs,
       client: deps.client,
       pacer: deps.pacer,
       health: this.health,
@@ -161,10 +124,6 @@ export class DeliveryWorker {
       random: deps.random,
       onScrubbed: deps.onScrubbed,
     };
-  }
-
-  private get maxLanes(): number {
-    return Math.max(1, this.deps.lanes ?? 32);
   }
 
   start(): void {
@@ -202,14 +161,13 @@ export class DeliveryWorker {
       try {
         this.woken = false;
         await this.housekeeping();
-        const free = this.maxLanes - this.lanes.size;
-        const leaseMs = this.deps.leaseMs ?? DEFAULT_LANE_LEASE_MS;
+        const free = this.tuning.lanes - this.lanes.size;
         this.discoveries++;
         // one moment for both questions: with two, a shop due between a lease that asked "due by
         // now?" a moment too early (a timer can fire a millisecond early) and a look for the next
         // due time asked a moment later would be neither, and wait a whole sweep interval
         const now = this.now();
-        const shops = await queue.lease<ContextRow & { shopId: string }>(this.workerId, free, now, leaseMs, LEASE_CONTEXT);
+        const shops = await queue.lease<ContextRow & { shopId: string }>(this.workerId, free, now, this.tuning.leaseMs, LEASE_CONTEXT);
         this.saturated = shops.length >= free;
         for (const { shopId, row } of shops) this.startLane(shopId, row);
         // all lanes busy: a finishing lane wakes us; otherwise sleep until the next due time
@@ -226,9 +184,8 @@ export class DeliveryWorker {
         continue;
       }
       if (this.stopping || this.woken) continue;
-      const safety = this.deps.safetyPollMs ?? 30_000;
-      const sweep = this.deps.sweepEveryMs ?? 5_000;
-      const wait = Math.min(safety, sweep, wakeAt === null || Number.isNaN(wakeAt) ? Infinity : wakeAt - this.now().getTime());
+      const { safetyPollMs, sweepEveryMs } = this.tuning;
+      const wait = Math.min(safetyPollMs, sweepEveryMs, wakeAt === null || Number.isNaN(wakeAt) ? Infinity : wakeAt - this.now().getTime());
       this.plannedWake = this.now().getTime() + Math.max(0, wait);
       await this.sleeper.sleep(wait);
     }
@@ -238,7 +195,7 @@ export class DeliveryWorker {
   private async housekeeping(): Promise<void> {
     const { repo, queue, logger } = this.deps;
     const now = Date.now();
-    if (now - this.lastSweep >= (this.deps.sweepEveryMs ?? 5_000)) {
+    if (now - this.lastSweep >= this.tuning.sweepEveryMs) {
       this.lastSweep = now;
       const requeued = await repo.sweepExpiredLocks(this.now(), [...this.inHand]);
       if (requeued.length) {
@@ -250,7 +207,7 @@ export class DeliveryWorker {
       this.lastUsagePrune = now;
       await this.usageStats.prune(this.now());
     }
-    if (now - this.lastReconcile >= (this.deps.reconcileEveryMs ?? 300_000)) {
+    if (now - this.lastReconcile >= this.tuning.reconcileEveryMs) {
       this.lastReconcile = now;
       const missed = await queue.reconcile();
       if (missed.length)
@@ -332,11 +289,11 @@ export class DeliveryWorker {
       for (let round = 0; !this.stopping; round++) {
         const { limit, pausedUntil, usage } = round === 0 ? ctx.pacing : await pacer.state(ctx.workspaceId);
         if (pausedUntil) return { notBefore: pausedUntil };
-        if (Date.now() - started > (this.deps.laneQuantumMs ?? 5_000) && this.lanes.size >= this.maxLanes) {
+        if (Date.now() - started > this.tuning.laneQuantumMs && this.lanes.size >= this.tuning.lanes) {
           // other shops may be waiting for a lane: go behind them
           return { notBefore: this.now() };
         }
-        const batchSize = batchSizeFor(limit, this.deps.batchSize ?? 50);
+        const batchSize = batchSizeFor(limit, this.tuning.batchSize);
         const now = this.now();
         const due = await repo.dueByClass(shopId, ctx.workspaceId, now, batchSize);
         if (due.own.every((n) => n === 0)) return {};
@@ -355,7 +312,7 @@ export class DeliveryWorker {
           counts = planBatch(due, usage, this.floors, 1, false);
         }
         waitedAt = null;
-        const lockMs = lockMsFor(batchSize, limit, this.deps.requestTimeoutMs ?? 10_000);
+        const lockMs = lockMsFor(batchSize, limit, this.deps.requestTimeoutMs);
         const claimed = await repo.claim(shopId, this.workerId, counts, now, lockMs);
         if (claimed.length === 0) return {};
         const batch = await this.withoutExpired(shopId, claimed, now);
@@ -425,7 +382,7 @@ export class DeliveryWorker {
     let i = 0;
     try {
       // the lease was taken with the lane; later batches extend it
-      if (renew) await queue.renew(shopId, this.workerId, new Date(this.now().getTime() + (this.deps.leaseMs ?? DEFAULT_LANE_LEASE_MS)));
+      if (renew) await queue.renew(shopId, this.workerId, new Date(this.now().getTime() + this.tuning.leaseMs));
       for (; i < batch.length; i++) {
         // no room for another request for long: the rest goes back, as for a slowed-down workspace
         if (!(await this.roomInFlight(inFlight))) return {};
@@ -433,7 +390,7 @@ export class DeliveryWorker {
         // and its shop comes round again then: no message waits claimed for long
         const took = await pacer.takeSend(ctx.workspaceId, {
           shouldStop: () => this.stopping || lane.stop,
-          maxWaitMs: this.deps.maxSendWaitMs ?? 2_000,
+          maxWaitMs: this.tuning.maxSendWaitMs,
           cls: batch[i]!.deliveryClass,
         });
         if (took.kind === 'paused') return { notBefore: took.until };
@@ -492,9 +449,9 @@ export class DeliveryWorker {
 
   /** Waits until the lane has fewer than maxInFlight requests out; false if that took too long. */
   private async roomInFlight(inFlight: Set<Promise<unknown>>): Promise<boolean> {
-    const max = Math.max(1, this.deps.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT);
+    const max = this.tuning.maxInFlight;
     if (inFlight.size < max) return true;
-    const deadline = Date.now() + (this.deps.maxSendWaitMs ?? 2_000);
+    const deadline = Date.now() + this.tuning.maxSendWaitMs;
     while (inFlight.size >= max) {
       const left = deadline - Date.now();
       if (left <= 0 || this.stopping) return false;
