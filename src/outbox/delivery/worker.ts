@@ -1,12 +1,13 @@
-// The delivery worker. It finds shops with DUE work through the queue of queues (due.ts),
-// oldest due first, and runs a bounded number of lanes, one shop each. A lane claims a batch
-// (live lane first), takes each send from the workspace's shared pacer at the moment it leaves,
-// and records the classified outcome. Between passes the worker sleeps until the earliest
-// future due time, a wake-up (in-process or NOTIFY), or the slow safety poll: a shop whose
-// messages all lie in the future costs nothing.
+// The delivery worker: the pass and the lanes. A pass leases shops with DUE work through the
+// queue of queues (due.ts), oldest due first, as many as lanes are free, and starts a lane for
+// each (lane.ts). Between passes the worker sleeps (lib/background-loop.ts) until the earliest
+// future due time, a wake-up (in process or NOTIFY), the next lock sweep or the slow safety poll:
+// a shop whose messages all lie in the future costs nothing. A lane that ends gives its shop's
+// lease back and wakes the pass only when that can matter. The worker writes no table itself:
+// the repository, the queue, the stores and the connection's health do.
 import { randomUUID } from 'node:crypto';
-import { Backoff, LOOP_BACKOFF, SHOP_BACKOFF } from '../../lib/backoff';
-import { LoopSleep } from '../../lib/loop-sleep';
+import { Backoff, SHOP_BACKOFF } from '../../lib/backoff';
+import { BackgroundLoop } from '../../lib/background-loop';
 import type { Logger } from '../../observability/logger';
 import { LogOnce, LoopFailures } from '../../observability/log-once';
 import type { ServiceClient } from '../../integrations/service/types';
@@ -47,10 +48,8 @@ export class DeliveryWorker {
   private readonly releasing = new Set<Promise<void>>();
   /** Messages this process holds (claimed, sending or recording): the sweeper leaves them alone. */
   private readonly inHand = new Set<number>();
-  private stopping = false;
-  private loop?: Promise<void>;
-  private readonly sleeper = new LoopSleep();
-  private woken = false;
+  /** The pass, its sleep and its failures' growing waits. */
+  private readonly loop: BackgroundLoop;
   /** What a lane needs, built once, and what it may ask of the worker. */
   private readonly parts: LaneDeps;
   private readonly host: LaneHost;
@@ -69,8 +68,6 @@ export class DeliveryWorker {
   discoveries = 0;
   /** A lane that fails keeps its shop away for a growing while; other shops are not touched. */
   private readonly shopBackoff: Backoff<string>;
-  /** The discovery loop's own failures (the database away): growing waits, never a spin. */
-  private readonly loopBackoff: Backoff<string>;
   private readonly logOnce: LogOnce;
   private readonly failures: LoopFailures;
 
@@ -80,7 +77,6 @@ export class DeliveryWorker {
     this.tuning = resolveTuning(deps.tuning);
     const clock = () => this.now().getTime();
     this.shopBackoff = new Backoff(SHOP_BACKOFF, clock, deps.random);
-    this.loopBackoff = new Backoff(LOOP_BACKOFF, clock, deps.random);
     this.logOnce = new LogOnce(deps.logger, undefined, clock);
     this.failures = new LoopFailures(this.logOnce, deps.metrics.loopFailures);
     this.usage = new UsageStats(deps.db, {
@@ -117,75 +113,67 @@ export class DeliveryWorker {
     this.host = {
       workerId: this.workerId,
       inHand: this.inHand,
-      stopping: () => this.stopping,
+      stopping: () => this.loop.stopped,
       crowded: () => this.lanes.size >= this.tuning.lanes,
     };
     this.maintenance = new Maintenance(this.parts, this.inHand);
+    // the pass's own failures (the database away): growing waits that no wake-up shortens
+    this.loop = new BackgroundLoop({
+      pass: () => this.pass(),
+      onFailure: (err, retryInMs) =>
+        this.failures.report('worker_pass', err, 'worker pass failed; retrying after a growing wait', { retryInMs }),
+      random: deps.random,
+    });
   }
 
   start(): void {
-    if (this.loop) return;
-    this.stopping = false;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Finishes in-flight sends, gives unsent claims back, and returns when every lane is done. */
   async stop(): Promise<void> {
-    this.stopping = true;
-    this.sleeper.interrupt();
-    await this.loop;
+    await this.loop.stop();
     await Promise.all([...this.lanes.values()]);
     await Promise.all([...this.releasing]);
     await this.health.flush();
     await this.usage.flush();
-    this.loop = undefined;
   }
 
   /** New due work somewhere (a wake-up): look now instead of at the next timer. */
   nudge(): void {
-    this.woken = true;
-    this.sleeper.wake();
+    this.loop.wake();
   }
 
   get activeLanes(): number {
     return this.lanes.size;
   }
 
-  private async run(): Promise<void> {
+  /**
+   * One pass: housekeeping, then lease due shops for the free lanes and start them. Returns how
+   * long to sleep: until the next due time, the sweep or the safety poll, whichever comes first.
+   */
+  private async pass(): Promise<number> {
     const { queue } = this.deps;
-    while (!this.stopping) {
-      let wakeAt: number | null = null;
-      try {
-        this.woken = false;
-        await this.maintenance.run();
-        const free = this.tuning.lanes - this.lanes.size;
-        this.discoveries++;
-        // one moment for both questions: with two, a shop due between a lease that asked "due by
-        // now?" a moment too early (a timer can fire a millisecond early) and a look for the next
-        // due time asked a moment later would be neither, and wait a whole sweep interval
-        const now = this.now();
-        const shops = await queue.lease<ContextRow & { shopId: string }>(this.workerId, free, now, this.tuning.leaseMs, LEASE_CONTEXT);
-        this.saturated = shops.length >= free;
-        for (const { shopId, row } of shops) this.startLane(shopId, row);
-        // all lanes busy: a finishing lane wakes us; otherwise sleep until the next due time
-        if (shops.length < free) {
-          const next = await queue.nextWake(now);
-          wakeAt = next ? next.getTime() : null;
-        }
-        this.loopBackoff.succeed('pass');
-      } catch (err) {
-        const delay = this.loopBackoff.fail('pass');
-        this.failures.report('worker_pass', err, 'worker pass failed; retrying after a growing wait', { retryInMs: delay });
-        // the whole wait: neither a wake-up nor the sweep interval brings a failing pass back sooner
-        await this.sleeper.sleep(delay, false);
-        continue;
-      }
-      if (this.stopping || this.woken) continue;
-      const { safetyPollMs, sweepEveryMs } = this.tuning;
-      const wait = Math.min(safetyPollMs, sweepEveryMs, wakeAt === null || Number.isNaN(wakeAt) ? Infinity : wakeAt - this.now().getTime());
-      this.plannedWake = this.now().getTime() + Math.max(0, wait);
-      await this.sleeper.sleep(wait);
+    await this.maintenance.run();
+    const free = this.tuning.lanes - this.lanes.size;
+    this.discoveries++;
+    // one moment for both questions: with two, a shop due between a lease that asked "due by
+    // now?" a moment too early (a timer can fire a millisecond early) and a look for the next
+    // due time asked a moment later would be neither, and wait a whole sweep interval
+    const now = this.now();
+    const shops = await queue.lease<ContextRow & { shopId: string }>(this.workerId, free, now, this.tuning.leaseMs, LEASE_CONTEXT);
+    this.saturated = shops.length >= free;
+    for (const { shopId, row } of shops) this.startLane(shopId, row);
+    // all lanes busy: a finishing lane wakes us; otherwise sleep until the next due time
+    let wakeAt: number | null = null;
+    if (shops.length < free) {
+      const next = await queue.nextWake(now);
+      wakeAt = next ? next.getTime() : null;
     }
+    const { safetyPollMs, sweepEveryMs } = this.tuning;
+    const wait = Math.min(safetyPollMs, sweepEveryMs, wakeAt === null || Number.isNaN(wakeAt) ? Infinity : wakeAt - this.now().getTime());
+    this.plannedWake = this.now().getTime() + Math.max(0, wait);
+    return wait;
   }
 
   /** Starts a lane for a leased shop; `context` is its row as the lease read it, if it did. */
@@ -230,7 +218,7 @@ export class DeliveryWorker {
       .then((dueAt) => {
         // look again only when it can matter: shops may be waiting for this lane, the shop is
         // due before the loop means to wake, or the loop is mid-pass and cannot tell
-        if (this.saturated || !this.sleeper.sleeping || (dueAt !== null && dueAt.getTime() < this.plannedWake)) this.nudge();
+        if (this.saturated || !this.loop.sleeping || (dueAt !== null && dueAt.getTime() < this.plannedWake)) this.nudge();
       });
     this.releasing.add(released);
     void released.finally(() => this.releasing.delete(released));
