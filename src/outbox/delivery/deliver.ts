@@ -10,7 +10,7 @@ import { decideRetry } from '../retry-policy';
 import type { UsageStats } from '../usage-stats';
 import { recordAccepted, type CompleterDeps } from './completer';
 import type { ConnectionHealth } from './connection-health';
-import type { ShopContext } from './shop-context';
+import type { ReadyShop } from './shop-context';
 
 export interface DeliverDeps extends CompleterDeps {
   client: ServiceClient;
@@ -23,15 +23,19 @@ export interface DeliverDeps extends CompleterDeps {
   onScrubbed?: () => void;
 }
 
-/** Sends `msg` for its shop with the shop's key, and applies the outcome; 'stop': the lane must end. */
+/** What a step of a lane tells it: go on, or end (its shop due again no sooner than `notBefore`, when set). */
+export type LaneStep = { kind: 'continue' } | { kind: 'end'; notBefore?: Date };
+export type LaneEnd = Extract<LaneStep, { kind: 'end' }>;
+
+/** Sends `msg` for its shop with the shop's key, and applies the outcome: the lane ends after a 429, a hold or a pause. */
 export async function deliver(
   deps: DeliverDeps,
   workerId: string,
   msg: ClaimedMessage,
-  ctx: ShopContext,
+  ctx: ReadyShop,
   shopId: string,
   onSent?: (at: number) => void,
-): Promise<'continue' | 'stop'> {
+): Promise<LaneStep> {
   const { client, repo, pacer, metrics, logger, health } = deps;
   const startedAt = deps.now();
   let result: ServiceResult<unknown>;
@@ -64,7 +68,7 @@ export async function deliver(
     if (msg.deliveryClass !== HISTORY) metrics.deliveryLatency.observe(Math.max(0, finishedAt.getTime() - msg.dueAt.getTime()) / 1000);
     health.delivered(shopId, finishedAt);
     await pacer.observe(ctx.workspaceId, result.rate, false, undefined, startedAt.getTime()).catch(() => undefined);
-    return 'continue';
+    return { kind: 'continue' };
   }
   await pacer.observe(ctx.workspaceId, result.rate, result.kind === 'rate_limited', result.retryAfterMs, startedAt.getTime());
   const yieldLane = result.kind === 'rate_limited';
@@ -89,12 +93,12 @@ export async function deliver(
     case 'retry':
       await repo.reschedule(msg, workerId, decision.runAt, decision.reason, attempt, refused, finishedAt);
       // a 429: the lane gives its batch back and waits out the slow-down unclaimed
-      return yieldLane ? 'stop' : 'continue';
+      return { kind: yieldLane ? 'end' : 'continue' };
     case 'dead':
       logger.warn({ messageId: msg.id, shopId, reason: decision.reason }, 'delivery is dead');
       await repo.markDead(msg, workerId, decision.reason, attempt, finishedAt, scrub);
       if (scrub) deps.onScrubbed?.();
-      return 'continue';
+      return { kind: 'continue' };
     case 'hold':
       if (decision.reason === 'invalid_key') {
         logger.warn({ shopId }, 'the service refused the API key; holding the shop’s deliveries until a valid key is saved');
@@ -107,7 +111,7 @@ export async function deliver(
       }
       await repo.markHeld(msg, workerId, decision.reason, result.message, attempt, finishedAt);
       await repo.holdShop(shopId, decision.reason, finishedAt);
-      return 'stop';
+      return { kind: 'end' };
     case 'pause_workspace':
       logger.warn(
         { workspaceId: ctx.workspaceId, until: decision.until.toISOString() },
@@ -115,6 +119,6 @@ export async function deliver(
       );
       await pacer.pause(ctx.workspaceId, decision.until, decision.reason);
       await repo.reschedule(msg, workerId, decision.runAt, decision.reason, attempt, refused, finishedAt);
-      return 'stop';
+      return { kind: 'end' };
   }
 }

@@ -7,7 +7,8 @@ import { pause } from '../../lib/backoff';
 import { DELIVERY_CLASSES, type ClassIndex } from '../classes';
 import type { ClaimedMessage } from '../message';
 import { batchSizeFor, inPlanOrder, lockMsFor, planBatch, tookAll } from './batch-plan';
-import { sendBatch, type BatchHost, type LaneEnd, type LaneRun, type SendBatchDeps } from './send-batch';
+import type { LaneEnd } from './deliver';
+import { sendBatch, type BatchHost, type LaneRun, type SendBatchDeps } from './send-batch';
 import type { ContextRow, ShopContexts } from './shop-context';
 import type { WorkerTuning } from './tuning';
 
@@ -36,23 +37,23 @@ export async function runLane(deps: LaneDeps, host: LaneHost, shopId: string, le
   let waitedAt: string | null = null;
   try {
     const ctx = await deps.contexts.read(shopId, leased);
-    if (!ctx) return {};
-    if ('hold' in ctx) {
-      await repo.holdShop(shopId, ctx.hold);
-      return {};
+    if (ctx.kind === 'gone') return { kind: 'end' };
+    if (ctx.kind === 'hold') {
+      await repo.holdShop(shopId, ctx.reason);
+      return { kind: 'end' };
     }
     const run: LaneRun = { shopId, ctx, inFlight, stop: false };
     for (let round = 0; !host.stopping(); round++) {
       const { limit, pausedUntil, usage } = round === 0 ? ctx.pacing : await pacer.state(ctx.workspaceId);
-      if (pausedUntil) return { notBefore: pausedUntil };
+      if (pausedUntil) return { kind: 'end', notBefore: pausedUntil };
       if (Date.now() - started > deps.tuning.laneQuantumMs && host.crowded()) {
         // other shops may be waiting for a lane: go behind them
-        return { notBefore: deps.now() };
+        return { kind: 'end', notBefore: deps.now() };
       }
       const batchSize = batchSizeFor(limit, deps.tuning.batchSize);
       const now = deps.now();
       const due = await repo.dueByClass(shopId, ctx.workspaceId, now, batchSize);
-      if (due.own.every((n) => n === 0)) return {};
+      if (due.own.every((n) => n === 0)) return { kind: 'end' };
       let counts = planBatch(due, usage, deps.floors, batchSize, true);
       if (counts.every((n) => n === 0)) {
         // the workspace's next send is another shop's (a higher class, or a floor): its lane takes
@@ -70,17 +71,19 @@ export async function runLane(deps: LaneDeps, host: LaneHost, shopId: string, le
       waitedAt = null;
       const lockMs = lockMsFor(batchSize, limit, deps.requestTimeoutMs);
       const claimed = await repo.claim(shopId, host.workerId, counts, now, lockMs);
-      if (claimed.length === 0) return {};
+      if (claimed.length === 0) return { kind: 'end' };
       const batch = await withoutExpired(deps, host, shopId, claimed, now);
-      const end = batch.length ? await sendBatch(deps, host, run, inPlanOrder(batch, usage, deps.floors), round > 0) : null;
-      if (end) return end;
+      if (batch.length) {
+        const step = await sendBatch(deps, host, run, inPlanOrder(batch, usage, deps.floors), round > 0);
+        if (step.kind === 'end') return step;
+      }
       // the batch was all the shop had due (each class's count under the cap, every one
       // claimed), or a short claim took everything: the release finds what was queued meanwhile,
       // so the common lane of one or two messages reads nothing more
       const planned = counts.reduce((a, b) => a + b, 0);
-      if (claimed.length < planned || tookAll(due, counts, batchSize)) return {};
+      if (claimed.length < planned || tookAll(due, counts, batchSize)) return { kind: 'end' };
     }
-    return {};
+    return { kind: 'end' };
   } finally {
     await Promise.all(inFlight);
   }

@@ -4,8 +4,8 @@
 // not sent (stopping, a slow-down, a failure) goes back to the queue untouched.
 import type { ShopQueue } from '../due';
 import type { ClaimedMessage } from '../message';
-import { deliver, type DeliverDeps } from './deliver';
-import type { ShopContext } from './shop-context';
+import { deliver, type DeliverDeps, type LaneStep } from './deliver';
+import type { ReadyShop } from './shop-context';
 import type { WorkerTuning } from './tuning';
 
 export interface SendBatchDeps extends DeliverDeps {
@@ -25,22 +25,19 @@ export interface BatchHost {
 /** A lane at work on its shop: its requests in flight, and whether it must end once they are answered. */
 export interface LaneRun {
   shopId: string;
-  ctx: ShopContext;
+  ctx: ReadyShop;
   inFlight: Set<Promise<unknown>>;
   stop: boolean;
 }
 
-/** How a lane ended: its shop is due again no sooner than `notBefore`. */
-export type LaneEnd = { notBefore?: Date };
-
-/** Sends a claimed batch at the workspace's pace; says why the lane must end, when it must. */
+/** Sends a claimed batch at the workspace's pace; says whether the lane goes on, or why it ends. */
 export async function sendBatch(
   deps: SendBatchDeps,
   host: BatchHost,
   run: LaneRun,
   batch: ClaimedMessage[],
   renew: boolean,
-): Promise<LaneEnd | null> {
+): Promise<LaneStep> {
   const { repo, pacer, queue } = deps;
   const { shopId, ctx, inFlight } = run;
   for (const m of batch) host.inHand.add(m.id);
@@ -50,7 +47,7 @@ export async function sendBatch(
     if (renew) await queue.renew(shopId, host.workerId, new Date(deps.now().getTime() + deps.tuning.leaseMs));
     for (; i < batch.length; i++) {
       // no room for another request for long: the rest goes back, as for a slowed-down workspace
-      if (!(await roomInFlight(deps, host, inFlight))) return {};
+      if (!(await roomInFlight(deps, host, inFlight))) return { kind: 'end' };
       // a workspace slowed down for long (a 429, someone else's traffic) gives its batch back
       // and its shop comes round again then: no message waits claimed for long
       const took = await pacer.takeSend(ctx.workspaceId, {
@@ -58,8 +55,8 @@ export async function sendBatch(
         maxWaitMs: deps.tuning.maxSendWaitMs,
         cls: batch[i]!.deliveryClass,
       });
-      if (took.kind === 'paused') return { notBefore: took.until };
-      if (took.kind === 'busy') return { notBefore: new Date(took.until) };
+      if (took.kind === 'paused') return { kind: 'end', notBefore: took.until };
+      if (took.kind === 'busy') return { kind: 'end', notBefore: new Date(took.until) };
       if (took.kind === 'stopped') break;
       const msg = batch[i]!;
       let wroteAt: number | undefined;
@@ -70,7 +67,7 @@ export async function sendBatch(
         written();
       })
         .then((r) => {
-          if (r === 'stop') run.stop = true;
+          if (r.kind === 'end') run.stop = true;
         })
         .catch((err: unknown) =>
           deps.logger.error(
@@ -106,10 +103,10 @@ export async function sendBatch(
         deps.logger.warn({ shopId, err: (err as Error).message }, 'could not give back unsent claims; their locks expire'),
       );
   }
-  if (!run.stop) return null;
+  if (!run.stop) return { kind: 'continue' };
   // the shop comes round again when its workspace can take a send (after a pause, a 429)
   const free = await pacer.nextFree(ctx.workspaceId);
-  return free > deps.now().getTime() ? { notBefore: new Date(free) } : {};
+  return free > deps.now().getTime() ? { kind: 'end', notBefore: new Date(free) } : { kind: 'end' };
 }
 
 /** Waits until the lane has fewer than maxInFlight requests out; false if that took too long. */

@@ -19,12 +19,14 @@ export interface Pacing {
   usage: Usage;
 }
 
-export interface ShopContext {
-  workspaceId: string;
-  apiKey: string;
-  /** The workspace's pacing as the lane began (read again for each later batch). */
-  pacing: Pacing;
-}
+/**
+ * What a lane finds of its shop: ready to send with the workspace's key (`pacing` as the lane
+ * began; each later batch reads it again), held (its messages wait, for `reason`), or gone (the
+ * shop was deleted: nothing to do).
+ */
+export type ShopContext =
+  { kind: 'ready'; workspaceId: string; apiKey: string; pacing: Pacing } | { kind: 'hold'; reason: HeldReason } | { kind: 'gone' };
+export type ReadyShop = Extract<ShopContext, { kind: 'ready' }>;
 
 export interface ContextRow {
   /** The shop's id; null when the shop is gone. */
@@ -74,12 +76,12 @@ export class ShopContexts {
   }
 
   /** The shop's connection and its workspace's pacing, or the reason its messages must wait: the lease's row, or one read. */
-  async read(shopId: string, leased?: ContextRow): Promise<ShopContext | { hold: HeldReason } | null> {
+  async read(shopId: string, leased?: ContextRow): Promise<ShopContext> {
     const row = leased ?? (await this.statement.run([shopId]))[0];
-    if (!row || row.shop === null) return null;
-    if (row.uninstalledAt !== null) return { hold: 'uninstalled' };
-    if (row.status === null || row.workspaceId === null || row.apiKeyEnc === null) return { hold: 'disconnected' };
-    if (row.status !== 'connected') return { hold: 'invalid_key' };
+    if (!row || row.shop === null) return { kind: 'gone' };
+    if (row.uninstalledAt !== null) return { kind: 'hold', reason: 'uninstalled' };
+    if (row.status === null || row.workspaceId === null || row.apiKeyEnc === null) return { kind: 'hold', reason: 'disconnected' };
+    if (row.status !== 'connected') return { kind: 'hold', reason: 'invalid_key' };
     let cached = this.keyCache.get(shopId);
     if (!cached || cached.enc !== row.apiKeyEnc) {
       try {
@@ -95,7 +97,7 @@ export class ShopContexts {
           'the shop’s API key cannot be decrypted with any configured key; its deliveries are held (key_unreadable)',
         );
         this.deps.metrics.keyUnreadable.inc();
-        return { hold: 'key_unreadable' };
+        return { kind: 'hold', reason: 'key_unreadable' };
       }
       this.logOnce.clear(`key:${shopId}`);
       this.keyCache.set(shopId, cached);
@@ -103,6 +105,7 @@ export class ShopContexts {
     const until = rawDate(row.pausedUntil);
     if (row.limitPerSec !== null) this.deps.pacer.knownRow(row.workspaceId, Number(row.limitPerSec));
     return {
+      kind: 'ready',
       workspaceId: row.workspaceId,
       apiKey: cached.key,
       pacing: {

@@ -19,7 +19,7 @@ import { UsageStats } from '../usage-stats';
 import { ConnectionHealth } from './connection-health';
 import { runLane, type LaneDeps, type LaneHost } from './lane';
 import { Maintenance } from './maintenance';
-import type { LaneEnd } from './send-batch';
+import type { LaneEnd } from './deliver';
 import { LEASE_CONTEXT, ShopContexts, type ContextRow, type ShopContextDeps } from './shop-context';
 import { resolveTuning, type WorkerTuning } from './tuning';
 
@@ -196,7 +196,8 @@ export class DeliveryWorker {
           fields: { shopId },
           retryInMs: delay,
         });
-        return { notBefore: new Date(this.now().getTime() + delay) } as LaneEnd;
+        const end: LaneEnd = { kind: 'end', notBefore: new Date(this.now().getTime() + delay) };
+        return end;
       },
     );
     this.lanes.set(
