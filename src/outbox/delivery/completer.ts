@@ -8,10 +8,6 @@ import type { Metrics } from '../../observability/metrics';
 import type { AttemptRecord, ClaimedMessage } from '../message';
 import type { OutboxRepository } from '../repository';
 
-/** How long past its lock the last write of an accepted message is still tried, and how often. */
-const UNCONFIRMED_GRACE_MS = 5_000;
-const UNCONFIRMED_RETRY_MS = 1_000;
-
 export interface CompleterDeps {
   repo: OutboxRepository;
   logger: Logger;
@@ -20,6 +16,10 @@ export interface CompleterDeps {
   /** Waits between attempts to record an outcome that failed to write. */
   recordRetryMs: readonly number[];
 }
+
+/** How long past its lock the last write of an accepted message is still tried, and how often. */
+const UNCONFIRMED_GRACE_MS = 5_000;
+const UNCONFIRMED_RETRY_MS = 1_000;
 
 /** Records that the service accepted `msg` at `at`; `scrub` drops its address (a contact delete). */
 export async function recordAccepted(

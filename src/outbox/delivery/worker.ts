@@ -8,13 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import { Backoff, SHOP_BACKOFF } from '../../lib/backoff';
 import { BackgroundLoop } from '../../lib/background-loop';
-import type { Logger } from '../../observability/logger';
 import { LogOnce, LoopFailures } from '../../observability/log-once';
-import type { ServiceClient } from '../../integrations/service/types';
 import { DELIVERY_CLASSES, floorsOf } from '../classes';
 import { ConnectionStore } from '../connection-store';
-import type { ShopQueue } from '../due';
-import type { OutboxRepository } from '../repository';
 import { UsageStats } from '../usage-stats';
 import { ConnectionHealth } from './connection-health';
 import { runLane, type LaneDeps, type LaneHost } from './lane';
@@ -23,18 +19,11 @@ import type { LaneEnd } from './deliver';
 import { LEASE_CONTEXT, ShopContexts, type ContextRow, type ShopContextDeps } from './shop-context';
 import { resolveTuning, type WorkerTuning } from './tuning';
 
-export interface WorkerDeps extends ShopContextDeps {
-  repo: OutboxRepository;
-  queue: ShopQueue;
-  client: ServiceClient;
-  logger: Logger;
+/** What a worker is built from: what its lanes need (built once from these), and its own. */
+export interface WorkerDeps
+  extends ShopContextDeps, Pick<LaneDeps, 'repo' | 'queue' | 'client' | 'logger' | 'random' | 'onScrubbed' | 'requestTimeoutMs'> {
   now?: () => Date;
-  random?: () => number;
   workerId?: string;
-  /** The service client's request timeout: it sizes claim locks. */
-  requestTimeoutMs: number;
-  /** Called once a contact delete's row was scrubbed of its address (sent, or dead). */
-  onScrubbed?: () => void;
   /** What differs from DEFAULT_TUNING. */
   tuning?: Partial<WorkerTuning>;
 }
