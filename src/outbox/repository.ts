@@ -147,7 +147,7 @@ export class OutboxRepository {
   }
 
   /**
-   * Releases locks held by processes that stopped: their messages become queued again, or dead
+   * Releases the locks of processes that stopped: their messages become queued again, or dead
    * when they reached the send cap (each such lock is a send whose outcome nobody recorded).
    * Locks of `ownIds` (this process's messages still in hand) are left alone.
    */

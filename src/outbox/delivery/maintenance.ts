@@ -26,7 +26,7 @@ export class Maintenance {
   private lastUsagePrune = 0;
   private lastReconcile = Date.now();
 
-  /** `inHand`: the messages this process holds, whose locks are its own to release. */
+  /** `inHand`: the messages in this process's hands, whose locks are its own to release. */
   constructor(
     private readonly deps: MaintenanceDeps,
     private readonly inHand: ReadonlySet<number>,

@@ -18,7 +18,7 @@ export interface BatchHost {
   readonly workerId: string;
   /** Whether the worker is stopping: no further send leaves. */
   stopping(): boolean;
-  /** Messages this process holds (claimed, sending or recording): the sweeper leaves them alone. */
+  /** Messages in this process's hands (claimed, sending or recording): the sweeper leaves them alone. */
   readonly inHand: Set<number>;
 }
 

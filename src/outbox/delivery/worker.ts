@@ -35,7 +35,7 @@ export class DeliveryWorker {
   private readonly lanes = new Map<string, Promise<void>>();
   /** Lanes that have ended and are giving their shop's lease back. */
   private readonly releasing = new Set<Promise<void>>();
-  /** Messages this process holds (claimed, sending or recording): the sweeper leaves them alone. */
+  /** Messages in this process's hands (claimed, sending or recording): the sweeper leaves them alone. */
   private readonly inHand = new Set<number>();
   /** The pass, its sleep and its failures' growing waits. */
   private readonly loop: BackgroundLoop;
