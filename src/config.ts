@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/app';
 import type { ClassPolicy } from './outbox/classes';
+import { DEFAULT_TUNING } from './outbox/delivery/tuning';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -91,8 +92,8 @@ const schema = z.object({
   ROLE: z.enum(['all', 'web', 'worker']).optional(),
   // PostgreSQL connections per process: intake, stage 2 and every delivery lane share them
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
-  WORKER_LANES: z.coerce.number().int().min(1).max(1000).default(32),
-  WORKER_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(32),
+  WORKER_LANES: z.coerce.number().int().min(1).max(1000).default(DEFAULT_TUNING.lanes),
+  WORKER_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(DEFAULT_TUNING.maxInFlight),
   MAX_SENDS_PER_MESSAGE: z.coerce.number().int().min(1).max(100).default(8),
   CHECKOUT_GRACE_MINUTES: z.coerce
     .number()

@@ -7,6 +7,7 @@ import type { Db } from '../db/client';
 import { LogOnce, LoopFailures } from '../observability/log-once';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
+import { ConnectionStore } from '../outbox/connection-store';
 import type { Pacer } from '../outbox/pacer';
 import type { OutboxRepository } from '../outbox/repository';
 import type { ServiceClient, ServiceFailure, ServiceResult } from '../integrations/service/types';
@@ -116,6 +117,7 @@ const unreadable = () =>
 export function createConnectionUseCases(deps: ConnectionDeps) {
   const { db, client, secrets, repo, pacer, logger } = deps;
   const now = deps.now ?? (() => new Date());
+  const connections = new ConnectionStore(db);
   const logOnce = new LogOnce(logger);
   const failures = new LoopFailures(logOnce, deps.metrics?.loopFailures);
 
@@ -146,7 +148,7 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
   }
 
   async function markInvalid(shopId: string, reason: string): Promise<void> {
-    await db.connection.updateMany({ where: { shopId }, data: { status: 'invalid_key', lastError: reason, lastErrorAt: now() } });
+    await connections.keyRefused(shopId, reason, now());
     await repo.holdShop(shopId, 'invalid_key');
   }
 
@@ -194,21 +196,16 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
       // the validation request counted against the workspace's limit: account for it
       await pacer.record(r.value.workspaceId);
       const at = now();
-      const data = {
-        status: 'connected',
-        workspaceId: r.value.workspaceId,
-        workspaceName: r.value.workspaceName,
-        apiKeyEnc: secrets.encrypt(apiKey, shop.id),
-        keyHint: keyHint(apiKey),
-        lastCheckedAt: at,
-        lastError: null,
-        lastErrorAt: null,
-      };
-      const saved = await db.connection.upsert({
-        where: { shopId: shop.id },
-        create: { shopId: shop.id, connectedAt: at, ...data },
-        update: data,
-      });
+      const saved = await connections.save(
+        shop.id,
+        {
+          workspaceId: r.value.workspaceId,
+          workspaceName: r.value.workspaceName,
+          apiKeyEnc: secrets.encrypt(apiKey, shop.id),
+          keyHint: keyHint(apiKey),
+        },
+        at,
+      );
       const resumed = await repo.resumeShop(shop.id, ['invalid_key', 'disconnected', 'key_unreadable'], at);
       logger.info({ shop: shop.domain, workspaceId: saved.workspaceId, resumed }, 'shop connected to its workspace');
       if (resumed) deps.onResumed?.(shop.id);
@@ -219,7 +216,7 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
     /** Forgets the key; what was queued is held, not lost, until a key is saved again. */
     async disconnect(shop: { id: string; domain: string }): Promise<void> {
       await db.$transaction(async (tx) => {
-        await tx.connection.deleteMany({ where: { shopId: shop.id } });
+        await connections.forget(tx, shop.id);
         await tx.outboxMessage.updateMany({
           where: { shopId: shop.id, status: 'queued' },
           data: { status: 'held', heldReason: 'disconnected' },
@@ -257,7 +254,7 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
               { shopId: c.shopId },
               'periodic key check: the saved key cannot be decrypted with any configured key (key_unreadable)',
             );
-            await db.connection.updateMany({ where: { shopId: c.shopId }, data: { lastCheckedAt: now() } });
+            await connections.checked(c.shopId, now());
             continue;
           }
           // a workspace busy at its limit (or paused) is checked on a later round
@@ -269,8 +266,7 @@ export function createConnectionUseCases(deps: ConnectionDeps) {
             await markInvalid(c.shopId, 'The service refused the API key during a periodic check.');
             logger.warn({ shopId: c.shopId }, 'periodic key check: key refused, deliveries held');
           }
-          if (r.kind === 'ok' || r.kind === 'auth')
-            await db.connection.updateMany({ where: { shopId: c.shopId }, data: { lastCheckedAt: now() } });
+          if (r.kind === 'ok' || r.kind === 'auth') await connections.checked(c.shopId, now());
         } catch (err) {
           failed += 1;
           failures.report('key_check', err, 'periodic key check failed for a shop; the others go on', {

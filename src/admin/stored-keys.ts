@@ -13,6 +13,7 @@ import type { Db } from '../db/client';
 import { turnOfTheLoop } from '../db/raw';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
+import { ConnectionStore } from '../outbox/connection-store';
 import type { OutboxRepository } from '../outbox/repository';
 
 export interface StoredKeysDeps {
@@ -47,6 +48,7 @@ export function createStoredKeys(deps: StoredKeysDeps) {
   const { db, secrets, logger } = deps;
   const now = deps.now ?? (() => new Date());
   const chunk = Math.max(1, deps.chunk ?? 200);
+  const connectionStore = new ConnectionStore(db);
 
   /** The plain value and whether it is under the current key; null when nothing decrypts it. */
   function open(envelope: string, context: string): { plain: string; current: boolean } | null {
@@ -86,11 +88,7 @@ export function createStoredKeys(deps: StoredKeysDeps) {
         }
         scan.connections[opened.current ? 'current' : 'previous'] += 1;
         if (!opened.current) {
-          const res = await db.connection.updateMany({
-            where: { shopId: c.shopId, apiKeyEnc: c.apiKeyEnc },
-            data: { apiKeyEnc: secrets.encrypt(opened.plain, c.shopId) },
-          });
-          scan.reencrypted += res.count;
+          scan.reencrypted += await connectionStore.reencrypt(c.shopId, c.apiKeyEnc, secrets.encrypt(opened.plain, c.shopId));
         }
         if (!held.has(c.shopId)) continue;
         const resumed = await deps.repo.resumeShop(c.shopId, ['key_unreadable'], now());

@@ -16,7 +16,8 @@ import { ShopQueue, type DueEntry } from '../outbox/due';
 import type { Pacer } from '../outbox/pacer';
 import type { OutboxRepository } from '../outbox/repository';
 import { wakeupsOf, type Wakeups } from '../db/wakeups';
-import { DeliveryWorker, type WorkerDeps } from '../outbox/worker';
+import type { WorkerTuning } from '../outbox/delivery/tuning';
+import { DeliveryWorker } from '../outbox/delivery/worker';
 import type { ServiceClient } from '../integrations/service/types';
 import { createForwardReceipts, type EnrichItems, type ForwardDeps } from '../processing/forward/forward-receipts';
 import { createEmailKeys } from '../processing/storefront/email-keys';
@@ -41,7 +42,8 @@ export interface PipelineDeps {
   pixel?: PixelStage;
   /** Product images and links for line items. */
   enrich?: EnrichItems;
-  worker?: Partial<WorkerDeps>;
+  /** The delivery worker's tuning beyond the configuration's (tests). */
+  worker?: Partial<WorkerTuning>;
   processor?: ProcessorTimings;
 }
 
@@ -88,12 +90,8 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
     now,
     // a sent contact delete's row was scrubbed of its address: compact its old copies away
     onScrubbed: () => void erasure.afterScrub(),
-    lanes: config.worker.lanes,
-    maxInFlight: config.worker.maxInFlight,
     requestTimeoutMs: config.service.timeoutMs,
-    classes: config.classes,
-    safetyPollMs,
-    ...deps.worker,
+    tuning: { lanes: config.worker.lanes, maxInFlight: config.worker.maxInFlight, classes: config.classes, safetyPollMs, ...deps.worker },
   });
   wakeups.subscribe('due', () => worker.nudge());
 

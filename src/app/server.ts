@@ -27,7 +27,8 @@ import { Metrics } from '../observability/metrics';
 import { createHolds } from '../outbox/holds';
 import { Pacer } from '../outbox/pacer';
 import { OutboxRepository } from '../outbox/repository';
-import type { DeliveryWorker, WorkerDeps } from '../outbox/worker';
+import type { WorkerTuning } from '../outbox/delivery/tuning';
+import type { DeliveryWorker } from '../outbox/delivery/worker';
 import type { ReceiptProcessor } from '../processing/processor';
 import { buildPipeline, type ProcessorTimings } from './pipeline';
 import { createServiceClient } from '../integrations/service/client';
@@ -108,7 +109,7 @@ export interface StartOptions {
   ui?: Omit<UiRoutesDeps, 'config'>;
   /** Worker timings for tests (safety poll, sweep, lanes, ...). */
   worker?: Partial<
-    Pick<WorkerDeps, 'safetyPollMs' | 'sweepEveryMs' | 'reconcileEveryMs' | 'laneQuantumMs' | 'leaseMs' | 'lanes' | 'recordRetryMs'>
+    Pick<WorkerTuning, 'safetyPollMs' | 'sweepEveryMs' | 'reconcileEveryMs' | 'laneQuantumMs' | 'leaseMs' | 'lanes' | 'recordRetryMs'>
   >;
   /** Stage-2 timings for tests. */
   processor?: ProcessorTimings;

@@ -15,6 +15,8 @@ export interface BackgroundLoopOptions {
   onFailure: (err: unknown, retryInMs: number) => void;
   /** The waits after failures in a row (LOOP_BACKOFF: 1 s doubling to 30 s). */
   backoff?: BackoffPolicy;
+  /** The jitter's source (tests). */
+  random?: () => number;
 }
 
 export class BackgroundLoop {
@@ -25,7 +27,7 @@ export class BackgroundLoop {
   private woken = false;
 
   constructor(private readonly o: BackgroundLoopOptions) {
-    this.backoff = new Backoff<string>(o.backoff ?? LOOP_BACKOFF);
+    this.backoff = new Backoff<string>(o.backoff ?? LOOP_BACKOFF, undefined, o.random);
   }
 
   /** Whether stop() was called: a long pass checks it between its steps. */

@@ -74,7 +74,7 @@ const RELEASE = perRow(
   RETURNING "ShopDue"."shopId", "dueAt"`,
 );
 // Whether the shop's row is still there and leased by this worker (after a release that matched nothing).
-const LEASED_BY: StatementBuilder = (p) => `SELECT 1 AS "held" FROM "ShopDue" WHERE "shopId" = ${p(1)} AND "leasedBy" = ${p(2)}`;
+const LEASED_BY: StatementBuilder = (p) => `SELECT 1 AS "leased" FROM "ShopDue" WHERE "shopId" = ${p(1)} AND "leasedBy" = ${p(2)}`;
 
 /** A shop leased for a lane, with the row a LeaseRead joined to it (PostgreSQL) when one was asked for. */
 export interface LeasedShop<R> {
@@ -101,7 +101,7 @@ export class ShopQueue {
   private readonly releaseStatement: RawStatement<{ shopId: string; dueAt: unknown }>;
   /** A lane's end: on PostgreSQL those of concurrent lanes share one statement. */
   private readonly releaseOne: (row: [string, string, unknown]) => Promise<{ dueAt: unknown } | undefined>;
-  private readonly leasedByStatement: RawStatement<{ held: number }>;
+  private readonly leasedByStatement: RawStatement<{ leased: number }>;
   private readonly readingLeases = new Map<string, RawStatement<{ shopId: string }>>();
 
   constructor(
@@ -121,7 +121,7 @@ export class ShopQueue {
   }
 
   /**
-   * Leases up to `limit` shops with due work that no live lane holds, oldest due first; with
+   * Leases up to `limit` shops with due work that no live lane has leased, oldest due first; with
    * `read`, also what it reads for them (one round trip, not one more per lane, on PostgreSQL).
    */
   async lease<R extends { shopId: string } = never>(

@@ -9,7 +9,8 @@
 // - by the merchant's Retry in the delivery log, which re-queues one message like a probe.
 import type { Db } from '../db/client';
 import type { Logger } from '../observability/logger';
-import type { HeldReason, OutboxRepository } from './repository';
+import type { HeldReason } from './message';
+import type { OutboxRepository } from './repository';
 
 const REASON: HeldReason = 'service_not_found';
 

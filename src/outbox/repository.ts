@@ -6,175 +6,25 @@
 // A message the service may have accepted is never sent again because our own bookkeeping
 // failed: every send is counted at claim, given back only when the service answered with a
 // refusal, and capped (maxSends). A send whose success could not be recorded is marked
-// delivered_unconfirmed rather than released for another send (see worker.ts).
-import { Prisma } from '@prisma/client';
+// delivered_unconfirmed rather than released for another send (see delivery/completer.ts).
+// The statements live in sql/ (claim, finish, expire), the message types in message.ts.
 import { commitsOnDisk, rawOf, type Db, type DbProvider } from '../db/client';
 import { perRowCall } from '../db/group-commit';
 import { pairedWrite } from '../db/paired-write';
-import { perRow, prepare, rawDate, rawTimestamp, runRows, type Param, type RawStatement, type StatementBuilder } from '../db/raw';
+import { prepare, rawTimestamp, runRows, type RawStatement } from '../db/raw';
 import type { ClassIndex } from './classes';
+import type { AttemptRecord, ClaimedMessage, HeldReason, Requeued } from './message';
 import { sendCapReason } from './retry-policy';
+import { CLAIM, claimedOf, CLASSES, DUE_BY_CLASS, type ClaimedRow } from './sql/claim';
+import { EXPIRE_STALE } from './sql/expire';
+import { ATTEMPT_INSERT, FINISH_COMBINED, FINISH_UPDATE, finishParams, type FinishFields } from './sql/finish';
 import { Sql } from '../db/sql';
-
-export type MessageStatus =
-  'queued' | 'delivering' | 'delivered' | 'delivered_unconfirmed' | 'held' | 'dead' | 'cancelled' | 'skipped' | 'expired';
-/**
- * Why a message waits: `invalid_key` (the service refused the key), `disconnected`, `uninstalled`,
- * `key_unreadable` (no configured encryption key decrypts the saved key), or `service_not_found`
- * (the service's address answered 404: a configuration problem, lifted by the re-probe in
- * holds.ts, at process start, or by a manual retry).
- */
-export type HeldReason = 'invalid_key' | 'disconnected' | 'uninstalled' | 'key_unreadable' | 'service_not_found';
 
 /** Default cap on sends per message that may have reached the service (MAX_SENDS_PER_MESSAGE). */
 export const DEFAULT_MAX_SENDS = 8;
 
-export interface AttemptRecord {
-  attempt: number;
-  startedAt: Date;
-  durationMs: number;
-  statusCode: number | null;
-  outcome: string;
-  error: string | null;
-  workerId?: string;
-}
-
 export interface OutboxOptions {
   maxSends?: number;
-}
-
-/** What the worker needs of a claimed message. */
-export interface ClaimedMessage {
-  id: number;
-  shopId: string;
-  kind: string;
-  eventName: string;
-  /** The delivery class (classes.ts). */
-  deliveryClass: ClassIndex;
-  email: string | null;
-  body: string;
-  attempts: number;
-  sends: number;
-  runAt: Date;
-  dueAt: Date;
-  lockedUntil: Date | null;
-}
-
-const CLAIMED_COLUMNS = [
-  'id',
-  'shopId',
-  'kind',
-  'eventName',
-  'deliveryClass',
-  'email',
-  'body',
-  'attempts',
-  'sends',
-  'runAt',
-  'dueAt',
-  'lockedUntil',
-] as const;
-type ClaimedRow = Record<(typeof CLAIMED_COLUMNS)[number], unknown>;
-const CLASSES = [0, 1, 2, 3] as const;
-
-/** The shop's due messages of one class, oldest due first, through the (status, shopId, deliveryClass, runAt, id) index. */
-const DUE_OF_CLASS = (shop: string, cls: number, now: string) =>
-  `SELECT "id" FROM "OutboxMessage" WHERE "status" = 'queued' AND "shopId" = ${shop} AND "deliveryClass" = ${cls} AND "runAt" <= ${now}`;
-
-// How many messages of each class the shop has due (counted up to a cap: the batch needs no more),
-// and whether another shop of its workspace has any due of that class (the workspace's budget is
-// shared). Index probes only. Parameters: 1 shop, 2 now, 3 cap, 4 workspace. Per row: on PostgreSQL
-// those of concurrent lanes go in one statement.
-const DUE_BY_CLASS = perRow((c, rows) => {
-  const own = (k: number) =>
-    `(SELECT COUNT(*) FROM (${DUE_OF_CLASS(c(1), k, c(2, 'timestamp'))} LIMIT ${c(3, 'integer')}) AS "x") AS "d${k}"`;
-  const others = (k: number) => `(SELECT COUNT(*) FROM "Connection" AS "o" WHERE "o"."workspaceId" = ${c(4)} AND "o"."shopId" <> ${c(1)}
-      AND EXISTS (${DUE_OF_CLASS('"o"."shopId"', k, c(2, 'timestamp'))})) AS "o${k}"`;
-  return `SELECT ${c(1)} AS "shopId", ${CLASSES.map(own).join(', ')}, ${CLASSES.map(others).join(', ')} ${rows ? `FROM ${rows}` : ''}`;
-});
-
-// Claims in one statement, counting the attempt and the send, and returns the rows: up to k0..k3
-// due messages of each class, oldest due first within each. Parameters: 1 worker, 2 locked until,
-// 3 now, 4 shop, 5..8 how many of each class. Only columns of the (status, shopId, deliveryClass,
-// runAt, id) index in each class's WHERE: with one more (the send count) SQLite sorts the whole
-// due backlog.
-const CLAIM_SET = (worker: string, until: string, now: string) =>
-  `"status" = 'delivering', "attempts" = "attempts" + 1, "sends" = "sends" + 1, "lockedBy" = ${worker}, "lockedUntil" = ${until}, "updatedAt" = ${now}`;
-// functions, not strings: each use must declare its parameters (SQLite binds them in order)
-const CLAIM_DUE = (shop: () => string, now: () => string, limit: (k: number) => string) =>
-  CLASSES.map((k) => `SELECT "id" FROM (${DUE_OF_CLASS(shop(), k, now())} ORDER BY "runAt", "id" LIMIT ${limit(k)}) AS "c${k}"`).join(
-    ' UNION ALL ',
-  );
-// One statement for one lane; on PostgreSQL for the lanes claiming at once, a row each
-// (Coalescer): each class of each lane's batch is its own ordered, limited subquery, which the
-// index serves in order (no sort behind a deep backlog), planned with the table as it is at each
-// run, and the outer WHERE checks the status again, so a row another claimer took meanwhile is
-// skipped, never taken twice.
-const CLAIM = perRow((c, rows) =>
-  rows === null
-    ? `
-  UPDATE "OutboxMessage" SET ${CLAIM_SET(c(1), c(2, 'timestamp'), c(3, 'timestamp'))}
-  WHERE "id" IN (${CLAIM_DUE(
-    () => c(4),
-    () => c(3, 'timestamp'),
-    (k) => c(5 + k, 'integer'),
-  )}
-  ) RETURNING ${CLAIMED_COLUMNS.map((col) => `"${col}"`).join(', ')}`
-    : `
-  UPDATE "OutboxMessage" SET ${CLAIM_SET('"c"."worker"', '"c"."until"', '"c"."now"')}
-  FROM (
-    SELECT "m"."id", ${c(1)} AS "worker", ${c(2, 'timestamp')} AS "until", ${c(3, 'timestamp')} AS "now" FROM ${rows}
-    CROSS JOIN LATERAL (${CLAIM_DUE(
-      () => c(4),
-      () => c(3, 'timestamp'),
-      (k) => c(5 + k, 'integer'),
-    )}) AS "m"
-  ) AS "c"
-  WHERE "OutboxMessage"."id" = "c"."id" AND "OutboxMessage"."status" = 'queued'
-  RETURNING ${CLAIMED_COLUMNS.map((col) => `"OutboxMessage"."${col}"`).join(', ')}`,
-);
-
-// Records an outcome, fenced on the claimer, and its attempt, in one statement (PostgreSQL) or one
-// transaction (SQLite). Parameters: 1 status, 2 delivered at, 3 latency, 4 run at, 5 held reason,
-// 6 last error, 7 last status, 8 sends to give back, 9 scrub (1/0), 10 now, 11 id, 12 worker.
-const FINISH_SET = (p: Param) => `
-  "status" = ${p(1)}, "deliveredAt" = COALESCE(${p(2, 'timestamp')}, "deliveredAt"), "latencyMs" = COALESCE(${p(3, 'bigint')}, "latencyMs"),
-  "runAt" = COALESCE(${p(4, 'timestamp')}, "runAt"), "heldReason" = COALESCE(${p(5)}, "heldReason"), "lastError" = ${p(6)},
-  "lastStatus" = ${p(7, 'integer')}, "sends" = "sends" - ${p(8, 'integer')},
-  "email" = CASE WHEN ${p(9, 'integer')} = 1 THEN NULL ELSE "email" END, "body" = CASE WHEN ${p(9, 'integer')} = 1 THEN '{}' ELSE "body" END,
-  "lockedBy" = NULL, "lockedUntil" = NULL, "updatedAt" = ${p(10, 'timestamp')}`;
-const FINISH_WHERE = (p: Param) => `"OutboxMessage"."id" = ${p(11, 'integer')} AND "lockedBy" = ${p(12)} AND "status" = 'delivering'`;
-// attempt columns, parameters 13..20
-const ATTEMPT_COLUMNS = '"messageId", "attempt", "startedAt", "durationMs", "statusCode", "outcome", "error", "workerId"';
-const ATTEMPT_VALUES = (p: Param) =>
-  `${p(13, 'integer')}, ${p(14, 'integer')}, ${p(15, 'timestamp')}, ${p(16, 'integer')}, ${p(17, 'integer')}, ${p(18)}, ${p(19)}, ${p(20)}`;
-// Both in one statement, for the lanes recording at once (paired-write.ts)
-const FINISH_COMBINED = perRow(
-  (c, rows) => `
-  WITH "done" AS (UPDATE "OutboxMessage" SET ${FINISH_SET(c)} FROM ${rows} WHERE ${FINISH_WHERE(c)} RETURNING "OutboxMessage"."id")
-  INSERT INTO "DeliveryAttempt" (${ATTEMPT_COLUMNS}) SELECT ${ATTEMPT_VALUES(c)} FROM "done" JOIN ${rows} ON ${c(11, 'integer')} = "done"."id"
-  RETURNING "messageId"`,
-);
-const FINISH_UPDATE: StatementBuilder = (p) => `UPDATE "OutboxMessage" SET ${FINISH_SET(p)} WHERE ${FINISH_WHERE(p)}`;
-const ATTEMPT_INSERT: StatementBuilder = (p) => `INSERT INTO "DeliveryAttempt" (${ATTEMPT_COLUMNS}) VALUES (${ATTEMPT_VALUES(p)})`;
-
-interface FinishFields {
-  status: MessageStatus;
-  deliveredAt?: Date;
-  latencyMs?: number;
-  runAt?: Date;
-  heldReason?: HeldReason;
-  lastError: string | null;
-  lastStatus: number | null;
-  /** 1 when the service answered with a refusal (this send did not reach it as an accepted event). */
-  giveBackSend?: boolean;
-  scrub?: boolean;
-}
-
-/** A claimed message back on the queue, for the caller to wake its shop. */
-export interface Requeued {
-  shopId: string;
-  runAt: Date;
 }
 
 export class OutboxRepository {
@@ -247,20 +97,7 @@ export class OutboxRepository {
   async claim(shopId: string, workerId: string, counts: readonly number[], now: Date, lockMs: number): Promise<ClaimedMessage[]> {
     const until = new Date(now.getTime() + lockMs);
     const rows = await this.claimOne([workerId, this.ts(until), this.ts(now), shopId, ...CLASSES.map((k) => Math.max(0, counts[k] ?? 0))]);
-    const messages = rows.map((r) => ({
-      id: Number(r.id),
-      shopId: String(r.shopId),
-      kind: String(r.kind),
-      eventName: String(r.eventName),
-      deliveryClass: Number(r.deliveryClass) as ClassIndex,
-      email: r.email === null ? null : String(r.email),
-      body: String(r.body),
-      attempts: Number(r.attempts),
-      sends: Number(r.sends),
-      runAt: rawDate(r.runAt)!,
-      dueAt: rawDate(r.dueAt)!,
-      lockedUntil: rawDate(r.lockedUntil),
-    }));
+    const messages = rows.map(claimedOf);
     // every transition to queued already enforces the cap; this is the last guard before a send
     const over = messages.filter((m) => m.sends > this.maxSends);
     for (const m of over) {
@@ -303,17 +140,14 @@ export class OutboxRepository {
    * sent. Returns how many of each event. Run when a claim met one, so a stale backlog goes at once.
    */
   async expireStale(shopId: string, cls: ClassIndex, cutoff: Date, now: Date, reason: string): Promise<Map<string, number>> {
-    const rows = await this.sql.query<{ eventName: string }>(Prisma.sql`
-      UPDATE "OutboxMessage" SET "status" = 'expired', "lastError" = ${reason}, "updatedAt" = ${this.sql.ts(now)}
-      WHERE "status" = 'queued' AND "shopId" = ${shopId} AND "deliveryClass" = ${this.sql.int(cls)} AND "runAt" <= ${this.sql.ts(now)} AND "dueAt" < ${this.sql.ts(cutoff)}
-      RETURNING "eventName"`);
+    const rows = await this.sql.query<{ eventName: string }>(EXPIRE_STALE(this.sql, shopId, cls, cutoff, now, reason));
     const byEvent = new Map<string, number>();
     for (const r of rows) byEvent.set(r.eventName, (byEvent.get(r.eventName) ?? 0) + 1);
     return byEvent;
   }
 
   /**
-   * Releases locks held by processes that stopped: their messages become queued again, or dead
+   * Releases the locks of processes that stopped: their messages become queued again, or dead
    * when they reached the send cap (each such lock is a send whose outcome nobody recorded).
    * Locks of `ownIds` (this process's messages still in hand) are left alone.
    */
@@ -356,28 +190,7 @@ export class OutboxRepository {
    * was reclaimed is not overwritten by a late finisher. One round trip, atomic.
    */
   private async finish(msg: ClaimedMessage, workerId: string, f: FinishFields, attempt: AttemptRecord, now: Date): Promise<boolean> {
-    const params = [
-      f.status,
-      this.ts(f.deliveredAt),
-      f.latencyMs ?? null,
-      this.ts(f.runAt),
-      f.heldReason ?? null,
-      f.lastError,
-      f.lastStatus,
-      f.giveBackSend ? 1 : 0,
-      f.scrub ? 1 : 0,
-      this.ts(now),
-      msg.id,
-      workerId,
-      msg.id,
-      attempt.attempt,
-      this.ts(attempt.startedAt),
-      attempt.durationMs,
-      attempt.statusCode,
-      attempt.outcome,
-      attempt.error,
-      attempt.workerId ?? null,
-    ];
+    const params = finishParams(this.provider, msg, workerId, f, attempt, now);
     // the attempt row is inserted only when the fenced update hit
     const changed = await this.finishOne(params);
     // "delivered" on disk, so a power loss cannot take it back and send the message again (SQLite

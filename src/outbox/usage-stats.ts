@@ -4,7 +4,7 @@
 // costs no write of its own; a crash loses at most those seconds of counts, never a message.
 // Rows older than the retention are deleted by the worker's housekeeping.
 import { Prisma } from '@prisma/client';
-import type { Db, DbProvider } from '../db/client';
+import { rawOf, type Db } from '../db/client';
 import type { ClassIndex } from './classes';
 import { Sql } from '../db/sql';
 
@@ -31,10 +31,9 @@ export class UsageStats {
 
   constructor(
     db: Db,
-    provider: DbProvider,
     private readonly opts: { flushEveryMs?: number; onError?: (err: Error) => void } = {},
   ) {
-    this.sql = new Sql(db, provider);
+    this.sql = new Sql(db, rawOf(db).provider);
   }
 
   /** Counts `sends` requests and `expired` expiries of an event at `at`. */

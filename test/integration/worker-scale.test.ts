@@ -13,7 +13,7 @@ import { createSecretBox } from '../../src/crypto/secret-box';
 import { lowerDue, ShopQueue } from '../../src/outbox/due';
 import { Pacer } from '../../src/outbox/pacer';
 import { OutboxRepository } from '../../src/outbox/repository';
-import { DeliveryWorker, type WorkerDeps } from '../../src/outbox/worker';
+import { DeliveryWorker, type WorkerDeps } from '../../src/outbox/delivery/worker';
 import { sampleOrder } from '../../sandbox/samples';
 import { createServiceClient } from '../../src/integrations/service/client';
 import { maxInWindow } from '../helpers/clock';
@@ -43,16 +43,25 @@ function ownWorker(s: Stack, serviceUrl: string, deps: Partial<WorkerDeps> & Pic
     secrets: createSecretBox(config.encryption.key, []),
     metrics: new Metrics(),
     logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+    requestTimeoutMs: config.service.timeoutMs,
     ...deps,
   });
 }
+
+/** The worker's own prepared statements a test counts the runs of, by the fields that lead to each. */
+const STATEMENTS = {
+  delivered: ['health', 'store', 'deliveredStatement'],
+  context: ['contexts', 'statement'],
+};
 
 /**
  * Records each run of one of the worker's own prepared statements whose parameters name one of
  * `ids` (a message left by another test may be delivered too): what a test counts.
  */
-function runsOf(worker: DeliveryWorker, statement: 'deliveredStatement' | 'contextStatement', ids: string[]): unknown[][] {
-  const st = (worker as unknown as Record<typeof statement, { run: (p: unknown[]) => Promise<unknown[]> }>)[statement];
+function runsOf(worker: DeliveryWorker, statement: keyof typeof STATEMENTS, ids: string[]): unknown[][] {
+  const st = STATEMENTS[statement].reduce((o, field) => (o as Record<string, unknown>)[field], worker as unknown) as {
+    run: (p: unknown[]) => Promise<unknown[]>;
+  };
   const run = st.run.bind(st);
   const runs: unknown[][] = [];
   st.run = (params) => {
@@ -159,7 +168,7 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
       logger: createLogger('silent'),
     });
     // no sweep and no safety poll within the test: only the timer set for the due time can wake it
-    worker = ownWorker(s, s.emulator.url, { repo, client, sweepEveryMs: NEVER_MS, safetyPollMs: NEVER_MS });
+    worker = ownWorker(s, s.emulator.url, { repo, client, tuning: { sweepEveryMs: NEVER_MS, safetyPollMs: NEVER_MS } });
     worker.start();
     await new Promise((r) => setTimeout(r, 300));
     const dueAt = new Date(Date.now() + 2_000);
@@ -197,7 +206,12 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     });
     // the sweep interval is what it waited when the two questions had two different "now"s: ten
     // minutes here, so a delivery within the wait below came from the pass's own answer
-    worker = ownWorker(s, s.emulator.url, { queue, now: () => new Date(t), client, sweepEveryMs: NEVER_MS, safetyPollMs: NEVER_MS });
+    worker = ownWorker(s, s.emulator.url, {
+      queue,
+      now: () => new Date(t),
+      client,
+      tuning: { sweepEveryMs: NEVER_MS, safetyPollMs: NEVER_MS },
+    });
     worker.start();
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }), 10_000, 'the message');
     await client.close();
@@ -243,7 +257,7 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
       },
     };
     worker = ownWorker(s, s.emulator.url, { client });
-    const writes = runsOf(worker, 'deliveredStatement', ids);
+    const writes = runsOf(worker, 'delivered', ids);
     for (const shop of shops) await queueOrders(s.app.db, shop, [`last-delivered-${shop.domain}`]);
     worker.start();
     const recorded = () => s.app.db.connection.findMany({ where: { shopId: { in: ids }, lastDeliveredAt: { not: null } } });
@@ -272,7 +286,7 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
     worker = ownWorker(s, s.emulator.url, { client });
     const reads = runsOf(
       worker,
-      'contextStatement',
+      'context',
       shops.map((x) => x.id),
     );
     for (const shop of shops) await queueOrders(s.app.db, shop, [`context-${shop.domain}`]);
@@ -313,7 +327,7 @@ describe(`a worker's timing: its sleep and its lanes' ends (${testProvider})`, (
       return dueAt;
     };
     // a lease of ten minutes: the second order, delivered within the wait below, did not wait for it
-    worker = ownWorker(s, s.emulator.url, { queue, client, leaseMs: NEVER_MS, sweepEveryMs: NEVER_MS, safetyPollMs: NEVER_MS });
+    worker = ownWorker(s, s.emulator.url, { queue, client, tuning: { leaseMs: NEVER_MS, sweepEveryMs: NEVER_MS, safetyPollMs: NEVER_MS } });
     worker.start();
     await queueOrders(s.app.db, shop, ['first']);
     worker.nudge();

@@ -2,8 +2,9 @@
 // type-checking, so this takes milliseconds). The folders are layers along the data's way
 // (docs/architecture.md): an import may only go down, never back up nor sideways into another
 // folder of the same layer; there is no import cycle anywhere in src; only the composition root
-// and the entry points read the configuration; the mappers are pure; and SQL that differs by
-// database lives under src/db alone.
+// and the entry points read the configuration; the mappers are pure; the delivery loop
+// (src/outbox/delivery) reaches the database only through its shop context; and SQL that differs
+// by database lives under src/db alone.
 import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
@@ -90,6 +91,23 @@ function wrongWays(files: string[], edges: (f: string) => string[] = importsOf):
   return out;
 }
 
+/**
+ * The files of the delivery loop that may import src/db: the shop context, whose read rides on
+ * the pass's lease. The rest of the loop writes and reads through the outbox's stores.
+ */
+const DELIVERY_DB_READERS = ['outbox/delivery/shop-context.ts'];
+
+/** Imports of src/db by files of the delivery loop other than DELIVERY_DB_READERS. */
+function deliveryReachingDb(files: string[], edges: (f: string) => string[] = importsOf): string[] {
+  return files
+    .filter((f) => f.startsWith('outbox/delivery/') && !DELIVERY_DB_READERS.includes(f))
+    .flatMap((f) =>
+      edges(f)
+        .filter((g) => g.startsWith('db/'))
+        .map((g) => `${f} imports ${g}`),
+    );
+}
+
 describe('architecture', () => {
   it('the checker reads imports, type-only ones included, and finds cycles and wrong-way imports', () => {
     expect(importsOf('backfill/runner.ts')).toEqual(expect.arrayContaining(['backfill/job.ts', 'backfill/deps.ts']));
@@ -107,6 +125,12 @@ describe('architecture', () => {
       'outbox/worker.ts imports intake/intake.ts',
       'integrations/shopify/api.ts imports config.ts',
     ]);
+    const delivery: Record<string, string[]> = {
+      'outbox/delivery/worker.ts': ['db/client.ts', 'outbox/delivery/lane.ts'],
+      'outbox/delivery/shop-context.ts': ['db/raw.ts'],
+      'outbox/repository.ts': ['db/raw.ts'],
+    };
+    expect(deliveryReachingDb(Object.keys(delivery), (f) => delivery[f]!)).toEqual(['outbox/delivery/worker.ts imports db/client.ts']);
   });
 
   it('every folder of src has a layer', () => {
@@ -121,9 +145,15 @@ describe('architecture', () => {
   it('no module of src is part of an import cycle', () => {
     const files = allTsFiles();
     expect(files).toEqual(
-      expect.arrayContaining(['app/server.ts', 'backfill/job.ts', 'outbox/worker.ts', 'processing/storefront/stage.ts']),
+      expect.arrayContaining(['app/server.ts', 'backfill/job.ts', 'outbox/delivery/worker.ts', 'processing/storefront/stage.ts']),
     );
     expect(cycles(files)).toEqual([]);
+  });
+
+  it('the delivery loop reaches the database only through its shop context: it writes no table itself', () => {
+    const files = allTsFiles();
+    expect(files).toEqual(expect.arrayContaining(['outbox/delivery/worker.ts', ...DELIVERY_DB_READERS]));
+    expect(deliveryReachingDb(files)).toEqual([]);
   });
 
   it('the mappers are pure: they import only each other and the settings', () => {

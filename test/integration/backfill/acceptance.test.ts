@@ -7,7 +7,7 @@
 import { sampleOrder } from '../../../sandbox/samples';
 import { testProvider } from '../../helpers/db';
 import { DEFAULT_SHOP } from '../../helpers/stack';
-import { DEFAULT_MAX_IN_FLIGHT } from '../../../src/outbox/worker';
+import { DEFAULT_TUNING } from '../../../src/outbox/delivery/tuning';
 import { percentile, receivedCounts, startBackfillStack, type BackfillStack } from './harness';
 
 const CUSTOMERS = 5_000;
@@ -18,7 +18,7 @@ const ORDERS = 5_000;
 const LIMIT = 1_000;
 const LIVE_EVERY_MS = 100;
 /** The sends a lane may make before an order stored meanwhile, at LIMIT (above). */
-const AHEAD_BOUND = 2 * 50 + 1 + DEFAULT_MAX_IN_FLIGHT;
+const AHEAD_BOUND = 2 * DEFAULT_TUNING.batchSize + 1 + DEFAULT_TUNING.maxInFlight;
 
 jest.setTimeout(150_000);
 
