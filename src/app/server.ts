@@ -10,7 +10,7 @@ import type { Config } from '../config';
 import { createSecretBox } from '../crypto/secret-box';
 import { createDb, type Db } from '../db/client';
 import { applyMigrations } from '../db/migrate';
-import type { SideHandler } from '../processing/processor';
+import type { SideHandler } from '../processing/plan';
 import type { SideEffectTopic } from '../processing/topics';
 import type { ReceiptStore } from '../intake/receipt-store';
 import type { Intake } from '../intake/intake';

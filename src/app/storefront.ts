@@ -3,7 +3,7 @@
 // last day's trust counts for the admin page (activity.ts).
 import type { Config } from '../config';
 import type { Db } from '../db/client';
-import type { PixelStage } from '../processing/processor';
+import type { PixelStage } from '../processing/plan';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import type { CustomerLookup } from '../integrations/shopify/customer-lookup';

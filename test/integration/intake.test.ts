@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { Prisma } from '@prisma/client';
 import { rawOf } from '../../src/db/client';
 import { createIntake } from '../../src/intake/intake';
+import { ReceiptPartitions } from '../../src/processing/partitions';
 import { ReceiptProcessor, type ProcessorDeps } from '../../src/processing/processor';
 import { insertBucket as pgInsertBucket } from '../../src/db/postgres/receipts';
 import { PARTITIONS, partitionOf, type NewReceipt } from '../../src/intake/receipt-store';
@@ -486,7 +487,14 @@ describe(`stage 2: a batch spans the partitions a process leased (${testProvider
       const raw = rawOf(s.app.db);
       if (raw.provider !== 'postgres') throw new Error('postgres only');
       const other = await raw.pool.connect();
-      const lease = (s.app.processor as unknown as { lease(): Promise<number[]> }).lease.bind(s.app.processor);
+      // the processor's own lease statement, under its id
+      const partitions = new ReceiptPartitions({
+        db: s.app.db,
+        provider: 'postgres',
+        owner: s.app.processor.processorId,
+        now: () => new Date(),
+      });
+      const lease = () => partitions.lease();
       let committed = false;
       try {
         await other.query('BEGIN');

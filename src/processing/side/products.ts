@@ -6,7 +6,7 @@
 import type { Db } from '../../db/client';
 import type { ProductCatalog } from '../../integrations/shopify/products';
 import { parseStoredSettings } from '../../settings/settings';
-import type { SideHandler } from '../processor';
+import type { SideHandler } from '../plan';
 import type { NewSignal, SignalStore } from '../product-alerts/signals';
 
 export interface ProductSideDeps {

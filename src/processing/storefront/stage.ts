@@ -18,7 +18,7 @@
 //   PIXEL_ABANDONMENTS_PER_EMAIL_DAY).
 // - consent: a batch whose visitor does not allow marketing sends nothing and keeps nothing.
 import type { ReceiptOutcome } from '../../intake/receipt-store';
-import type { PixelStage, StagePlan } from '../processor';
+import type { PixelStage, StagePlan } from '../plan';
 import type { Metrics } from '../../observability/metrics';
 import type { DueEntry } from '../../outbox/due';
 import type { CustomerLookup } from '../../integrations/shopify/customer-lookup';
