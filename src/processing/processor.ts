@@ -10,8 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db, DbProvider } from '../db/client';
 import { turnOfTheLoop } from '../db/raw';
 import { driverTransaction } from '../db/transaction';
-import { Backoff, LOOP_BACKOFF } from '../lib/backoff';
-import { LoopSleep } from '../lib/loop-sleep';
+import { BackgroundLoop } from '../lib/background-loop';
 import { LogOnce, LoopFailures } from '../observability/log-once';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
@@ -60,7 +59,7 @@ export interface ProcessorDeps {
   safetyPollMs?: number;
   /**
    * Under a stream of receipts, how long a wake-up that comes within this time of the last
-   * batch waits for more before the next batch (default 10 ms; 0: never). See run().
+   * batch waits for more before the next batch (default 10 ms; 0: never). See linger().
    */
   lingerMs?: number;
   /** How long processed receipts are kept for deduplication (RECEIPT_RETENTION_DAYS). */
@@ -70,15 +69,11 @@ export interface ProcessorDeps {
 export class ReceiptProcessor {
   readonly processorId: string;
   private readonly now: () => Date;
-  private stopping = false;
-  private loop?: Promise<void>;
-  private readonly sleeper = new LoopSleep();
-  private woken = false;
+  private readonly loop: BackgroundLoop;
   private lastRetention = 0;
   /** When the last drain that processed anything ended (epoch ms). */
   private lastBatchAt = 0;
   private readonly partitions: ReceiptPartitions;
-  private readonly backoff = new Backoff<string>(LOOP_BACKOFF);
   private readonly failures: LoopFailures;
 
   constructor(private readonly deps: ProcessorDeps) {
@@ -93,50 +88,44 @@ export class ReceiptProcessor {
       leaseMs: deps.leaseMs,
       perTurn: deps.partitionsPerTurn,
     });
+    this.loop = new BackgroundLoop({
+      beforePass: () => this.linger(),
+      pass: async () => {
+        if ((await this.drainAll()) > 0) this.lastBatchAt = Date.now();
+        await this.housekeeping();
+        return this.deps.safetyPollMs ?? 5_000;
+      },
+      onFailure: (err, retryInMs) =>
+        this.failures.report('stage2', err, 'receipt processing failed; retrying after a growing wait', { retryInMs }),
+    });
   }
 
   start(): void {
-    if (this.loop) return;
-    this.stopping = false;
-    this.loop = this.run();
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopping = true;
-    this.sleeper.interrupt();
-    await this.loop;
-    this.loop = undefined;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** New receipts were stored (here or in a web process). */
   nudge(): void {
-    this.woken = true;
-    this.sleeper.wake();
+    this.loop.wake();
   }
 
-  private async run(): Promise<void> {
-    while (!this.stopping) {
-      // Receipts arriving one every few ms (many shops' orders at once) would each wake a batch of
-      // one or two receipts, and a batch's fixed cost (lease, the plan's reads, a transaction:
-      // about a dozen statements) would be most of stage 2's. A wake-up this soon after a batch
-      // waits a few ms, so the receipts of that time share one; an idle shop's receipt goes at once.
-      const linger = this.deps.lingerMs ?? 10;
-      if (linger > 0 && Date.now() - this.lastBatchAt < linger && !this.stopping) await new Promise((r) => setTimeout(r, linger));
-      this.woken = false;
-      try {
-        if ((await this.drainAll()) > 0) this.lastBatchAt = Date.now();
-        await this.housekeeping();
-        this.backoff.succeed('drain');
-      } catch (err) {
-        // the whole wait, whatever wake-ups come meanwhile: a failing drain never spins
-        const delay = this.backoff.fail('drain');
-        this.failures.report('stage2', err, 'receipt processing failed; retrying after a growing wait', { retryInMs: delay });
-        await this.sleeper.sleep(delay, false);
-        continue;
-      }
-      if (this.stopping || this.woken) continue;
-      await this.sleeper.sleep(this.deps.safetyPollMs ?? 5_000);
-    }
+  private get stopping(): boolean {
+    return this.loop.stopped;
+  }
+
+  /**
+   * Receipts arriving one every few ms (many shops' orders at once) would each wake a batch of
+   * one or two receipts, and a batch's fixed cost (lease, the plan's reads, a transaction: about
+   * a dozen statements) would be most of stage 2's. A wake-up this soon after a batch waits a few
+   * ms, so the receipts of that time share one; an idle shop's receipt goes at once.
+   */
+  private async linger(): Promise<void> {
+    const linger = this.deps.lingerMs ?? 10;
+    if (linger > 0 && Date.now() - this.lastBatchAt < linger && !this.stopping) await new Promise((r) => setTimeout(r, linger));
   }
 
   /**
@@ -151,7 +140,7 @@ export class ReceiptProcessor {
     const started = Date.now();
     while (!this.stopping) {
       if (Date.now() - started > 60_000) {
-        this.woken = true;
+        this.loop.wake();
         return total;
       }
       const partitions = await this.partitions.lease();
