@@ -106,11 +106,8 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
     metrics,
     now,
     receipts,
-    forwardStore,
     forward: createForwardReceipts({ store: forwardStore, mapContext: deps.mapContext, enrich: deps.enrich }),
-    gdpr: createGdpr({
-      db,
-      provider,
+    privacy: createGdpr({
       logger,
       receipts,
       erasure,

@@ -11,6 +11,8 @@ import { createSecretBox } from '../crypto/secret-box';
 import { createDb, type Db } from '../db/client';
 import { applyMigrations } from '../db/migrate';
 import type { SideHandler } from '../processing/plan';
+import { bulkOperationFinish } from '../processing/side/bulk-operation-finish';
+import { scopesUpdate } from '../processing/side/scopes-update';
 import type { SideEffectTopic } from '../processing/topics';
 import type { ReceiptStore } from '../intake/receipt-store';
 import type { Intake } from '../intake/intake';
@@ -210,22 +212,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     onQueued: notifyQueued,
     pollMs: opts.productAlertsPollMs,
   });
-  const shopIdOf = async (domain: string) => (await db.shop.findUnique({ where: { domain }, select: { id: true } }))?.id ?? null;
   const sideHandlers: Record<SideEffectTopic, SideHandler> = {
-    'bulk_operations/finish': async (r) => {
-      const matched = await backfill.onBulkOperationFinish(r.shopDomain, r.payload);
-      return {
-        outcome: 'ignored',
-        reason: matched ? 'bulk operation of an import; the import was told' : 'bulk operation not started by an import',
-      };
-    },
-    'app/scopes_update': async (r) => {
-      const result = await permissions.onScopesUpdate(r.shopDomain, r.payload);
-      const shopId = await shopIdOf(r.shopDomain);
-      if (shopId && result.enabled.includes('storefront_pixel'))
-        detached('activating the storefront pixel', webPixels.ensureActive({ id: shopId, domain: r.shopDomain }));
-      return { outcome: 'accepted' };
-    },
+    'bulk_operations/finish': bulkOperationFinish(backfill),
+    'app/scopes_update': scopesUpdate({
+      db,
+      onScopesUpdate: (domain, payload) => permissions.onScopesUpdate(domain, payload),
+      activatePixel: (shop) => detached('activating the storefront pixel', webPixels.ensureActive(shop)),
+    }),
     ...productAlerts.sideHandlers,
   };
   const abandonment = { graceMs: config.checkouts.graceMinutes * 60_000, maxAgeMs: config.checkouts.maxAgeDays * 86_400_000 };

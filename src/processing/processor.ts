@@ -1,45 +1,33 @@
-// Stage 2: takes stored receipts in batches, in arrival order per shop, and runs the use cases
-// on them (mapping, change detection, abandonment, shipping state, GDPR). Receipts are spread
-// over partitions by shop; a process works the partitions it leased (several at once, oldest
-// pending first, in batches that span them), so one shop's receipts are processed by one process
-// at a time, in order, while other partitions run elsewhere.
-// Each batch's effects and the marking of its receipts commit in one transaction, fenced on the
-// lease: a crash mid-batch redoes the batch, and nothing is doubled (messages are unique by
-// source id, receipts are marked only while still pending).
+// Stage 2's loop: takes stored receipts in batches, in arrival order per shop, and runs the use
+// cases on them (mapping, change detection, abandonment, shipping state, GDPR). Receipts are
+// spread over partitions by shop; a process works the partitions it leased (partitions.ts:
+// several at once, oldest pending first, in batches that span them), so one shop's receipts are
+// processed by one process at a time, in order, while other partitions run elsewhere. A batch is
+// worked unit by unit (unit.ts): each is planned by its handlers (dispatch.ts) and committed in
+// one transaction fenced on the lease (commit.ts); a unit that fails is retried receipt by
+// receipt (isolate.ts). This file holds the loop and the turns; it writes no table itself.
 import { randomUUID } from 'node:crypto';
 import type { Db, DbProvider } from '../db/client';
 import { turnOfTheLoop } from '../db/raw';
-import { driverTransaction } from '../db/transaction';
 import { BackgroundLoop } from '../lib/background-loop';
 import { LogOnce, LoopFailures } from '../observability/log-once';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
-import { lowerDue, type DueEntry } from '../outbox/due';
-import type { ForwardResult, ParsedReceipt } from './forward/forward-receipts';
-import type { GdprResult } from './privacy/gdpr';
-import { handlingOf, isSerial, type SideEffectTopic } from './topics';
-import type { ForwardStore } from './forward/forward-store';
+import type { DueEntry } from '../outbox/due';
+import type { PendingReceipt, ReceiptStore } from '../intake/receipt-store';
+import { UnitCommit } from './commit';
+import { planUnit, type Handlers } from './dispatch';
 import { processSafely, type UnitRunner } from './isolate';
-import { LoopBudget } from './loop-budget';
-import { LeaseLost, ReceiptPartitions, type Turn } from './partitions';
-import type { PixelStage, SideHandler } from './plan';
-import { parse, unitEnd, type Parsed } from './unit';
-import type { PendingReceipt, ReceiptOutcome, ReceiptStore } from '../intake/receipt-store';
+import { ReceiptPartitions, type Turn } from './partitions';
+import { isSerial } from './topics';
 
-export interface ProcessorDeps {
+export interface ProcessorDeps extends Handlers {
   db: Db;
   provider: DbProvider;
   logger: Logger;
   metrics: Metrics;
   receipts: ReceiptStore;
-  forwardStore: ForwardStore;
-  forward: (items: ParsedReceipt[]) => Promise<ForwardResult>;
-  gdpr: { handle(r: ParsedReceipt): Promise<GdprResult> };
-  /** Topics handled by a side handler rather than forwarded. */
-  sideHandlers?: Record<SideEffectTopic, SideHandler>;
-  /** Storefront pixel batches (receipts of kind 'pixel'); ignored without it. */
-  pixel?: PixelStage;
-  /** After a commit that queued messages: index them and wake the delivery workers. */
+  /** After a commit that queued messages (indexed as due in its transaction): wake the delivery workers. */
   onDue: (entries: DueEntry[]) => void;
   now?: () => Date;
   processorId?: string;
@@ -74,6 +62,7 @@ export class ReceiptProcessor {
   /** When the last drain that processed anything ended (epoch ms). */
   private lastBatchAt = 0;
   private readonly partitions: ReceiptPartitions;
+  private readonly commit: UnitCommit;
   private readonly failures: LoopFailures;
 
   constructor(private readonly deps: ProcessorDeps) {
@@ -88,6 +77,7 @@ export class ReceiptProcessor {
       leaseMs: deps.leaseMs,
       perTurn: deps.partitionsPerTurn,
     });
+    this.commit = new UnitCommit({ ...deps, partitions: this.partitions, now: this.now });
     this.loop = new BackgroundLoop({
       beforePass: () => this.linger(),
       pass: async () => {
@@ -193,107 +183,18 @@ export class ReceiptProcessor {
   /** A turn's units, for isolate.ts: a unit, a rejected receipt's record, whether the loop stops. */
   private runnerOf(turn: Turn): UnitRunner {
     return {
-      process: (pending, mayRelease) => this.processUnit(turn.partitions, pending, mayRelease ? turn : undefined),
-      reject: async (receipt, outcome) => {
-        await this.deps.db.$transaction((tx) => this.deps.receipts.markProcessed(tx, [outcome], this.now()));
-        this.deps.logger.error(
-          { receiptId: receipt.id, topic: receipt.topic, err: outcome.reason },
-          'a receipt could not be processed and was recorded as rejected',
-        );
-        this.count([outcome]);
+      process: async (pending, mayRelease) => {
+        const { plans, size, serial } = await planUnit(this.deps, pending);
+        // the last unit of a turn (all of the pending receipts) gives the lease up as it commits;
+        // one alone (privacy, lifecycle) leaves the receipts after it to be read again
+        const release = mayRelease && !serial && size === pending.length;
+        await this.commit.unit(turn.partitions, plans, release);
+        if (release) turn.released = true;
+        return size;
       },
+      reject: (receipt, outcome) => this.commit.rejected(receipt, outcome),
       stopping: () => this.stopping,
     };
-  }
-
-  /**
-   * Processes the first unit of the pending receipts: a compliance receipt alone (it changes
-   * what the receipts after it may see), or the run of ordinary receipts up to the next one.
-   */
-  private async processUnit(partitions: number[], pending: PendingReceipt[], turn?: Turn): Promise<number> {
-    // only the unit is parsed: the receipts after it wait for units of their own. The loop turns
-    // between parses once they have taken a while (a body of megabytes takes tens of ms)
-    const budget = new LoopBudget();
-    const unit: Parsed[] = [];
-    for (const p of pending.slice(0, unitEnd(pending))) {
-      unit.push(parse(p));
-      await budget.step();
-    }
-    const gdpr = isSerial(pending[0]!.topic, pending[0]!.kind) ? unit[0]!.receipt : undefined;
-    if (gdpr) {
-      const res = await this.deps.gdpr.handle(gdpr);
-      this.count([res.outcome]);
-      if (res.due.length) this.deps.onDue(res.due);
-      return 1;
-    }
-    const outcomes: ReceiptOutcome[] = [];
-    const toForward: ParsedReceipt[] = [];
-    const pixel: ParsedReceipt[] = [];
-    // by the topic table (topics.ts); the privacy and lifecycle topics were units of their own above
-    for (const p of unit) {
-      const r = p.receipt;
-      if (!r) {
-        outcomes.push(p.rejected!);
-        continue;
-      }
-      const handling = handlingOf(r.topic, p.kind);
-      const side = handling === 'side_effect' ? this.deps.sideHandlers?.[r.topic as SideEffectTopic] : undefined;
-      if (handling === 'storefront') {
-        if (this.deps.pixel) pixel.push(r);
-        else
-          outcomes.push({
-            id: r.id,
-            outcome: 'ignored',
-            reason: 'storefront events are not processed here',
-            messageCount: 0,
-            customerId: null,
-          });
-      } else if (side) {
-        const done = await side(r);
-        outcomes.push({ id: r.id, outcome: done.outcome, reason: done.reason ?? null, messageCount: 0, customerId: null });
-      } else toForward.push(r);
-    }
-    const forwarded = toForward.length ? await this.deps.forward(toForward) : null;
-    if (forwarded) outcomes.push(...forwarded.outcomes);
-    // the storefront's batches, and the emails the unit's webhooks name (pending claims they vouch for)
-    const pixelPlan = this.deps.pixel && (pixel.length || toForward.length) ? await this.deps.pixel(pixel, toForward) : null;
-    if (pixelPlan) outcomes.push(...pixelPlan.outcomes);
-    await budget.step();
-    const now = this.now();
-    // the last batch of a turn (all of the pending receipts) gives the lease up as it commits
-    const release = turn !== undefined && unit.length === pending.length;
-    await driverTransaction(
-      this.deps.db,
-      async (tx) => {
-        await this.partitions.renew(tx, partitions, now, release);
-        // storefront first: a shopper's adds come before their order, and the order's write
-        // cancels the storefront abandonments of its email, those of this batch included
-        if (pixelPlan) {
-          await pixelPlan.write(tx, now);
-          await lowerDue(tx, this.deps.provider, pixelPlan.due);
-        }
-        if (forwarded) {
-          await this.deps.forwardStore.write(tx, forwarded.plan, now);
-          await lowerDue(tx, this.deps.provider, forwarded.due);
-        }
-        const marked = await this.deps.receipts.markProcessed(tx, outcomes, now);
-        // fewer than given: another processor did them meanwhile; give this batch up, nothing written
-        if (marked !== outcomes.length) throw new LeaseLost(`receipts of partitions ${partitions.join(', ')} were processed elsewhere`);
-        // a crash that loses this commit leaves its receipts pending, to be processed again the same
-        // way, and nothing outside the database acts on it first: its messages are sent only after
-        // a claim, whose durable commit flushes this one (db/transaction.ts)
-      },
-      { lazyCommit: true },
-    );
-    if (release) turn.released = true;
-    this.count(outcomes);
-    const due = [...(forwarded?.due ?? []), ...(pixelPlan?.due ?? [])];
-    if (due.length) this.deps.onDue(due);
-    return unit.length;
-  }
-
-  private count(outcomes: ReceiptOutcome[]): void {
-    for (const o of outcomes) this.deps.metrics.receiptsProcessed.inc({ outcome: o.outcome });
   }
 
   /** Processed receipts past the dedupe window are deleted, about once an hour. */

@@ -4,7 +4,6 @@
 // receipt's body parsed, and a database error said in a line a receipt can keep.
 import type { PendingReceipt, ReceiptOutcome } from '../intake/receipt-store';
 import { parseWebhookBody } from '../mapping';
-import type { ParsedReceipt } from './forward/forward-receipts';
 import { isSerial } from './topics';
 
 /**
@@ -14,6 +13,18 @@ import { isSerial } from './topics';
  * Ordinary receipts (a few KB) fill a batch of 200 long before this.
  */
 export const MAX_UNIT_BYTES = 1_048_576;
+
+/** A receipt as its handler takes it: its body parsed. */
+export interface ParsedReceipt {
+  id: number;
+  webhookId: string;
+  shopDomain: string;
+  topic: string;
+  receivedAt: Date;
+  /** X-Shopify-Triggered-At, when the webhook carried it. */
+  triggeredAt?: Date | null;
+  payload: unknown;
+}
 
 /** A receipt of the unit as stage 2 takes it: its body parsed, or rejected as not JSON. */
 export interface Parsed {

@@ -7,7 +7,7 @@
 // plan: rows to insert, delete, describe or look up again later (with backoff).
 import { backoffDelayMs, type BackoffPolicy } from '../../lib/backoff';
 import type { ProductRef } from '../../integrations/shopify/products';
-import type { ParsedReceipt } from '../forward/forward-receipts';
+import type { ParsedReceipt } from '../unit';
 import { described, type Answers } from './resolve';
 import type { PixelPlan, QueuedRow, WaitingRow } from './store';
 import { dataOf, waitingOf, waitingRow, type Waiting, type WaitsFor } from './waiting';

@@ -8,7 +8,7 @@ import { assemble, type Draft } from '../../mapping/build';
 import type { NewMessage } from '../../mapping';
 import type { DueEntry } from '../../outbox/due';
 import { parseStoredSettings, type EventName, type Settings } from '../../settings/settings';
-import type { ParsedReceipt } from '../forward/forward-receipts';
+import type { ParsedReceipt } from '../unit';
 import { toRow } from '../../outbox/store-messages';
 import { digest } from './items';
 import {

@@ -18,12 +18,12 @@
 //   PIXEL_ABANDONMENTS_PER_EMAIL_DAY).
 // - consent: a batch whose visitor does not allow marketing sends nothing and keeps nothing.
 import type { ReceiptOutcome } from '../../intake/receipt-store';
-import type { PixelStage, StagePlan } from '../plan';
+import type { DriverPlan, PixelStage } from '../plan';
 import type { Metrics } from '../../observability/metrics';
 import type { DueEntry } from '../../outbox/due';
 import type { CustomerLookup } from '../../integrations/shopify/customer-lookup';
 import type { ProductCatalog, ProductRef } from '../../integrations/shopify/products';
-import type { ParsedReceipt } from '../forward/forward-receipts';
+import type { ParsedReceipt } from '../unit';
 import { ClaimBook } from './claims';
 import type { EmailKeys } from './email-keys';
 import type { Logger } from '../../observability/logger';
@@ -75,7 +75,7 @@ type Step =
   | { kind: 'vouch'; r: ParsedReceipt; shop: PixelShop; email: string; source: VouchSource }
   | { kind: 'retry'; r: ParsedReceipt };
 
-const NOTHING: StagePlan = { outcomes: [], due: [], write: async () => undefined };
+const NOTHING: DriverPlan = { outcomes: [], due: [], write: async () => undefined };
 
 export function createPixelStage(deps: PixelStageDeps): PixelStage {
   const { store } = deps;
@@ -84,7 +84,7 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
   // why a shop's events wait for their products: once per shop and quarter of an hour
   const waitLog = new LogOnce(deps.logger, 15 * 60_000, () => deps.now().getTime());
 
-  return async function pixelStage(items: ParsedReceipt[], signed: ParsedReceipt[] = []): Promise<StagePlan> {
+  return async function pixelStage(items: ParsedReceipt[], signed: ParsedReceipt[] = []): Promise<DriverPlan> {
     const named = signed.flatMap((r) => {
       const source = vouchSourceOf(r.topic);
       return source ? vouchedEmails(r.topic, r.payload).map((email) => ({ r, email, source })) : [];

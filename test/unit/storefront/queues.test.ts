@@ -8,7 +8,7 @@ import type { ProductFacts, ProductRef } from '../../../src/integrations/shopify
 import { ClientQueues } from '../../../src/processing/storefront/queues';
 import type { Answer, Answers } from '../../../src/processing/storefront/resolve';
 import { emptyPixelPlan, keyOf, type QueuedRow } from '../../../src/processing/storefront/store';
-import type { ParsedReceipt } from '../../../src/processing/forward/forward-receipts';
+import type { ParsedReceipt } from '../../../src/processing/unit';
 import type { StoreEvent } from '../../../src/processing/storefront/wire';
 
 const NOW = new Date('2026-11-28T10:00:00.000Z');
