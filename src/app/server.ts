@@ -224,7 +224,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const abandonment = { graceMs: config.checkouts.graceMinutes * 60_000, maxAgeMs: config.checkouts.maxAgeDays * 86_400_000 };
   const customers = createCustomerLookup({ shopify, tokens, logger, perMinute: config.pixel.lookupsPerMinute });
   const storefront = createStorefront({ config, db, logger, metrics, now, products, customers });
-  metrics.onScrapeClaims(() => storefront.claimsPending());
+  metrics.onScrapeClaims(() => storefront.pendingIdentities());
   metrics.onScrapeWaitingForProducts(() => storefront.waitingForProducts());
   const pipeline = buildPipeline({
     config,

@@ -21,8 +21,8 @@ export interface Storefront {
   sweeper: PixelSweeper;
   /** The last day's trust counts of a shop, for the admin page. */
   activity(shopId: string): Promise<PixelActivity>;
-  /** Claims pending now, in all shops (the metrics gauge). */
-  claimsPending(): Promise<number>;
+  /** Pending identities now, in all shops (the metrics gauge connector_pixel_claims_pending). */
+  pendingIdentities(): Promise<number>;
   /** Events waiting now for Shopify to describe their products, in all shops (the metrics gauge). */
   waitingForProducts(): Promise<number>;
 }
@@ -35,7 +35,7 @@ export interface StorefrontDeps {
   now: () => Date;
   /** Shopify's products, for what storefront events say about them. */
   products: Pick<ProductCatalog, 'describe'>;
-  /** Shopify's customers, for claims no webhook vouched for. */
+  /** Shopify's customers, for pending identities no webhook vouched for. */
   customers: CustomerLookup;
 }
 
@@ -55,14 +55,14 @@ export function createStorefront(deps: StorefrontDeps): Storefront {
       identityMs: p.identityDays * 86_400_000,
       browseDelayMs: p.browseDelayMinutes * 60_000,
       cartDelayMs: p.cartDelayMinutes * 60_000,
-      claimMs: p.claimMinutes * 60_000,
+      pendingIdentityMs: p.claimMinutes * 60_000,
       eventsPerEmailDay: p.eventsPerEmailDay,
       abandonmentsPerEmailDay: p.abandonmentsPerEmailDay,
     }),
     keys: createPixelKeys(db, logger),
     sweeper: createPixelSweeper({ db, logger, metrics, now }),
     activity: (shopId) => pixelActivity(db, shopId, now()),
-    claimsPending: () => db.pixelClaim.count({ where: { expiresAt: { gt: now() } } }),
+    pendingIdentities: () => db.pixelClaim.count({ where: { expiresAt: { gt: now() } } }),
     waitingForProducts: () => db.pixelEvent.count({ where: { describeAt: { not: null }, expiresAt: { gt: now() } } }),
   };
 }

@@ -61,7 +61,7 @@ export async function planUnit(h: Handlers, pending: PendingReceipt[]): Promise<
     else toForward.push(r);
   }
   const forwarded = toForward.length ? await h.forward(toForward) : null;
-  // the storefront's batches, and the emails the unit's webhooks name (pending claims they vouch for)
+  // the storefront's batches, and the emails the unit's webhooks name (the pending identities they vouch for)
   const storefront = h.pixel && (pixel.length || toForward.length) ? await h.pixel(pixel, toForward) : null;
   await budget.step();
   // storefront first: a shopper's adds come before their order, and the order's write cancels

@@ -121,7 +121,7 @@ describe(`storefront events (${testProvider})`, () => {
 
     const sweeper = createPixelSweeper({ db: s.app.db, logger: createLogger('silent'), metrics: new Metrics(), now: clock.now, chunk: 10 });
     const { value: swept, turns } = await turnsOfTheLoopDuring(() => sweeper.sweep());
-    expect(swept).toEqual({ ...expired, claims: 0, shoppers: 0, interests: 0 });
+    expect(swept).toEqual({ ...expired, pendingIdentities: 0, shoppers: 0, interests: 0 });
     expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(5);
     expect(await s.app.db.pixelVisitor.count({ where: { shopId } })).toBe(5);
     expect(await s.app.db.pixelEvent.count({ where: { expiresAt: { lte: now } } })).toBe(0);

@@ -228,7 +228,7 @@ export function createGdpr(deps: GdprDeps) {
           // back-in-stock subscriptions (the storefront's notify-me form), by every address and by customer id
           await eraseSubscriptions(tx, shop.id, { emails: ref.emails, customerId: ref.id });
           for (const email of ref.emails) {
-            await erasePixelData(tx, shop.id, email, devices, deps.emailKeys); // storefront visitors, claims and trust of the email, and their devices' waiting events
+            await erasePixelData(tx, shop.id, email, devices, deps.emailKeys); // storefront visitors, pending identities and trust of the email, and their devices' waiting events
             // a service error naming the address; cleared only if no newer error replaced it meanwhile
             const lastError = shop.connection?.lastError ?? null;
             if (lastError !== null && textNamesEmail(lastError, email)) {

@@ -24,7 +24,7 @@ import type { DueEntry } from '../../outbox/due';
 import type { CustomerLookup } from '../../integrations/shopify/customer-lookup';
 import type { ProductCatalog, ProductRef } from '../../integrations/shopify/products';
 import type { ParsedReceipt } from '../unit';
-import { ClaimBook } from './claims';
+import { PendingIdentities } from './pending-identities';
 import type { EmailKeys } from './email-keys';
 import type { Logger } from '../../observability/logger';
 import { LogOnce } from '../../observability/log-once';
@@ -59,8 +59,8 @@ export interface PixelStageDeps {
   identityMs: number;
   browseDelayMs: number;
   cartDelayMs: number;
-  /** How long a claim to an email waits for Shopify to vouch for it. */
-  claimMs: number;
+  /** How long a pending identity waits for Shopify to vouch for its email (PIXEL_CLAIM_MINUTES). */
+  pendingIdentityMs: number;
   eventsPerEmailDay: number;
   abandonmentsPerEmailDay: number;
   /** How long a unit waits for the Admin API (LOOKUP_DEADLINE_MS). */
@@ -207,7 +207,7 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
     const vouchKeys = new Map<string, Set<string>>();
     for (const v of vouches) add(vouchKeys, v.shop.id, trust.key(v.shop.id, v.email));
     for (const [shopId, list] of found) for (const email of list) add(vouchKeys, shopId, trust.key(shopId, email));
-    const storedClaims = await store.claims(vouchKeys, now);
+    const storedClaims = await store.pendingIdentities(vouchKeys, now);
     const claimClients = new Map<string, Set<string>>();
     for (const c of storedClaims) {
       add(claiming, c.shopId, c.clientId);
@@ -243,7 +243,7 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
     });
     const contextOf = (shop: PixelShop) => shopperEvents.contextOf(shop);
     const visitorWrites = new Map<string, { shopId: string; clientId: string } & Visitor>();
-    const claims = new ClaimBook(storedClaims);
+    const claims = new PendingIdentities(storedClaims);
     // lookups answered before any receipt of the unit: their claims are applied first
     for (const [shopId, list] of found) {
       const shop = byId.get(shopId)!;
@@ -434,12 +434,12 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
 
     /** The client claims the email (its earlier claim, if any, is replaced). */
     function claim(shopId: string, clientId: string, email: string): void {
-      claims.claim({ shopId, clientId, emailKey: trust.key(shopId, email) }, now, new Date(now.getTime() + deps.claimMs));
+      claims.add({ shopId, clientId, emailKey: trust.key(shopId, email) }, now, new Date(now.getTime() + deps.pendingIdentityMs));
     }
 
     /** Shopify vouched for `email`: the clients claiming it are identified (`r`: the receipt that vouched; null: a lookup). */
     function applyClaims(ctx: ShopCtx, email: string, r: ParsedReceipt | null): void {
-      const waiting = claims.claimants(ctx.shop.id, trust.key(ctx.shop.id, email));
+      const waiting = claims.clientsOf(ctx.shop.id, trust.key(ctx.shop.id, email));
       if (waiting.length === 0) return;
       const outcome: ReceiptOutcome = { id: r?.id ?? 0, outcome: 'accepted', reason: null, messageCount: 0, customerId: null };
       for (const clientId of waiting) {

@@ -1,6 +1,6 @@
 // What stage 2 reads and writes for storefront batches, set-based: one raw statement per kind of
 // state and batch across its shops (shops, visitors, waiting events, pending abandonments, vouched
-// emails and claims; the existing source ids per shop), and one write per kind inside the batch's
+// emails and pending identities; the existing source ids per shop), and one write per kind inside the batch's
 // transaction (write()). Raw SQL rather than the ORM, whose per-query cost grows with the key
 // lists.
 import { Prisma } from '@prisma/client';
@@ -39,8 +39,11 @@ export interface ShopperRow {
   abandonments: number;
 }
 
-/** A pending claim (PixelClaim) of a client id to an email, by the email's key. */
-export interface StoredClaim {
+/**
+ * A pending identity: a client id gave an email Shopify has not vouched for yet, by the email's key
+ * (a PixelClaim row; the table keeps its name).
+ */
+export interface PendingIdentity {
   shopId: string;
   clientId: string;
   emailKey: string;
@@ -106,10 +109,10 @@ export interface PixelPlan {
     checkedAt: Date;
     expiresAt: Date;
   }>;
-  /** Claims left pending (one per client: it replaces the client's earlier claim). */
-  claims: Array<{ shopId: string; clientId: string; emailKey: string; claimedAt: Date; expiresAt: Date }>;
-  /** Clients whose claim is settled (identified, or consent withdrawn). */
-  claimsDone: Array<{ shopId: string; clientId: string }>;
+  /** Pending identities left waiting (one per client: it replaces the client's earlier one). */
+  pendingIdentities: Array<{ shopId: string; clientId: string; emailKey: string; claimedAt: Date; expiresAt: Date }>;
+  /** Clients whose pending identity is settled (identified). */
+  pendingIdentitiesDone: Array<{ shopId: string; clientId: string }>;
   /** Increments of the shops' hourly counts. */
   stats: Array<{ shopId: string; hour: number; pending: number; vouched: number; dropped: number; limited: number }>;
   /** Identified shoppers' views and adds to cart of variants (product-alerts), one per shop, email and variant. */
@@ -142,8 +145,8 @@ export const emptyPixelPlan = (): PixelPlan => ({
   vouches: [],
   unknown: [],
   quotas: [],
-  claims: [],
-  claimsDone: [],
+  pendingIdentities: [],
+  pendingIdentitiesDone: [],
   stats: [],
 });
 
@@ -323,10 +326,10 @@ export class PixelStore {
     return out;
   }
 
-  /** Claims still pending of these email keys, oldest first. */
-  async claims(keys: Map<string, Set<string>>, now: Date): Promise<StoredClaim[]> {
+  /** Pending identities of these email keys, still within their window, oldest first. */
+  async pendingIdentities(keys: Map<string, Set<string>>, now: Date): Promise<PendingIdentity[]> {
     if (!hasShopKeys(keys)) return [];
-    return this.db.$queryRaw<StoredClaim[]>(Prisma.sql`
+    return this.db.$queryRaw<PendingIdentity[]>(Prisma.sql`
       SELECT "shopId", "clientId", "emailKey" FROM "PixelClaim"
       WHERE "expiresAt" > ${this.sql.ts(now)} AND (${whereKeys(keys, 'emailKey')}) ORDER BY "claimedAt"`);
   }
@@ -345,8 +348,8 @@ export class PixelStore {
     const clients = (rows: Array<{ shopId: string; clientId: string }>) => whereKeys(clientsByShop(rows), 'clientId');
     if (plan.forget.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelEvent" WHERE ${clients(plan.forget)}`);
     await this.writeQueues(tx, plan);
-    // a client's claim goes once settled; a new one replaces the one it had
-    const settled = [...plan.forget, ...plan.claimsDone, ...plan.claims];
+    // a client's pending identity goes once settled; a new one replaces the one it had
+    const settled = [...plan.forget, ...plan.pendingIdentitiesDone, ...plan.pendingIdentities];
     if (settled.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelClaim" WHERE ${clients(settled)}`);
     // a visitor written again replaces the row it had
     const visitorsGone = [...plan.forget, ...plan.visitors];
@@ -354,7 +357,7 @@ export class PixelStore {
     const { provider } = this.sql;
     await insertRows(tx, provider, 'PixelVisitor', plan.visitors);
     await insertRows(tx, provider, 'PixelEvent', plan.waiting);
-    await insertRows(tx, provider, 'PixelClaim', plan.claims);
+    await insertRows(tx, provider, 'PixelClaim', plan.pendingIdentities);
     await this.writeShoppers(tx, plan);
     await upsertRows(
       tx,

@@ -1,10 +1,10 @@
-// Which emails a stage-2 batch may send storefront events to, and how many. An email
-// from the pixel is a claim; it identifies a visitor only once Shopify vouched for it for the shop
+// Which emails a stage-2 batch may send storefront events to, and how many. An email from the
+// pixel makes a pending identity; it identifies a visitor only once Shopify vouched for it for the shop
 // (PixelShopper: a customers/*, orders/* or checkouts/* webhook, or an Admin API lookup that found
 // the customer). Emails are held by key (email-keys.ts), never stored in clear here. Per batch:
 // the rows of the emails involved are read once; lookups answer what they can before the deadline
 // (found: vouched; not found: unknown for UNKNOWN_TTL_MS; unanswered: nothing is learned, the
-// claim stays pending); each email's counts of the UTC day bound its events and abandonments.
+// identity stays pending); each email's counts of the UTC day bound its events and abandonments.
 import type { CustomerLookup } from '../../integrations/shopify/customer-lookup';
 import type { EmailKeys } from './email-keys';
 import { keyOf, type PixelPlan, type PixelShop, type PixelStore, type ShopperRow } from './store';
