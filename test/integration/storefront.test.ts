@@ -213,7 +213,7 @@ describe(`storefront events (${testProvider})`, () => {
       product_count: 2,
       products: [expect.objectContaining({ product_id: MUG.id }), expect.objectContaining({ product_id: TOTE.id })],
     });
-    // a new browse after it was sent is a new session
+    // a new browse after it was sent opens a new abandonment window
     await sendBatch(s, batch(key, client, [ev.view(BEANIE, clock.now())], { email }));
     expect((await messages(shopId, 'browse_abandoned')).map((m) => m.status)).toEqual(['delivered', 'queued']);
   });
