@@ -8,7 +8,7 @@ import { createErasure } from '../db/erasure';
 import { ForwardStore } from '../processing/forward/forward-store';
 import { createIntake, type Intake } from '../intake/intake';
 import { ReceiptProcessor, type ProcessorDeps } from '../processing/processor';
-import type { PixelStage, SideHandler } from '../processing/plan';
+import type { StorefrontStage, SideHandler } from '../processing/plan';
 import type { SideEffectTopic } from '../processing/topics';
 import { ReceiptStore } from '../intake/receipt-store';
 import type { Logger } from '../observability/logger';
@@ -38,8 +38,8 @@ export interface PipelineDeps {
   /** Extra mapping input (abandonment policy, product images). */
   mapContext?: ForwardDeps['mapContext'];
   onUninstalled?: (shopId: string) => Promise<void>;
-  /** Stage 2 for storefront pixel batches. */
-  pixel?: PixelStage;
+  /** Stage 2 for storefront batches (receipts of kind 'pixel'). */
+  storefront?: StorefrontStage;
   /** Product images and links for line items. */
   enrich?: EnrichItems;
   worker?: Partial<WorkerDeps>;
@@ -116,7 +116,7 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
       emailKeys: createEmailKeys(config.encryption),
     }),
     sideHandlers: deps.sideHandlers,
-    pixel: deps.pixel,
+    storefront: deps.storefront,
     // stage 2 indexed the due work in its own transaction: only the wake-up is left
     onDue: (_entries: DueEntry[]) => wakeups.publish('due'),
     safetyPollMs,

@@ -81,7 +81,7 @@ export interface RunningServer {
   /** The re-probe of shops held because the service address answered 404, run on demand (the app runs it every minute). */
   reprobeHolds(): Promise<{ held: number; probed: number; released: number }>;
   /** The storefront's expiry sweep, run on demand (the worker runs it every 5 minutes). */
-  sweepPixels(): Promise<SweepResult>;
+  sweepStorefront(): Promise<SweepResult>;
   /**
    * Stores a retry receipt for each shop whose storefront events are due for another product
    * lookup, run on demand (the worker runs it every 15 s); returns how many. Stage 2 then takes them.
@@ -240,7 +240,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     mapContext: () => ({ abandonment }),
     enrich,
     onUninstalled: (shopId) => webPixels.markRemoved(shopId),
-    pixel: storefront.stage,
+    storefront: storefront.stage,
     worker: opts.worker,
     processor: opts.processor,
   });
@@ -306,7 +306,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       ? [
           authRoutes({ shopify, db, tokens, logger, onResumed: notifyQueued }),
           adminRoutes({ auth, connection, activity, settings, budget }),
-          permissionsRoutes({ auth, permissions, webPixels, pixelActivity: (shopId) => storefront.activity(shopId) }),
+          permissionsRoutes({ auth, permissions, webPixels, storefrontActivity: (shopId) => storefront.activity(shopId) }),
           backfill.router(auth),
           proxyRoute({
             apiSecret: config.shopify.apiSecret,
@@ -438,7 +438,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     checkKeys: () => connection.checkKeys(),
     scanKeys: () => storedKeys.scan(),
     reprobeHolds: () => holds.reprobe(),
-    sweepPixels: () => storefront.sweeper.sweep(),
+    sweepStorefront: () => storefront.sweeper.sweep(),
     retryStorefrontProducts: () => productRetries.run(),
     sweepStockSubscriptions: () => notifyMe.sweeper.sweep(),
     runProductAlerts: () => productAlerts.runner.runDue(),

@@ -2,7 +2,7 @@
 // plan (plan.ts), and the unit's plans come out in the order their writes commit.
 import type { PendingReceipt } from '../intake/receipt-store';
 import { LoopBudget } from './loop-budget';
-import { outcomePlan, type PixelStage, type SideHandler, type UnitPlan } from './plan';
+import { outcomePlan, type StorefrontStage, type SideHandler, type UnitPlan } from './plan';
 import { handlingOf, isSerial, type SideEffectTopic } from './topics';
 import { parse, unitEnd, type ParsedReceipt } from './unit';
 
@@ -14,7 +14,7 @@ export interface Handlers {
   /** Topics handled by a side handler rather than forwarded (side/). */
   sideHandlers?: Record<SideEffectTopic, SideHandler>;
   /** Storefront pixel batches (receipts of kind 'pixel'); ignored without it. */
-  pixel?: PixelStage;
+  storefront?: StorefrontStage;
 }
 
 export interface PlannedUnit {
@@ -44,7 +44,7 @@ export async function planUnit(h: Handlers, pending: PendingReceipt[]): Promise<
   if (privacy) return { plans: [await h.privacy.handle(privacy)], size: 1, serial };
   const others: UnitPlan[] = [];
   const toForward: ParsedReceipt[] = [];
-  const pixel: ParsedReceipt[] = [];
+  const batches: ParsedReceipt[] = [];
   // by the topic table (topics.ts); the privacy and lifecycle topics were units of their own above
   for (const p of unit) {
     const r = p.receipt;
@@ -55,14 +55,14 @@ export async function planUnit(h: Handlers, pending: PendingReceipt[]): Promise<
     const handling = handlingOf(r.topic, p.kind);
     const side = handling === 'side_effect' ? h.sideHandlers?.[r.topic as SideEffectTopic] : undefined;
     if (handling === 'storefront') {
-      if (h.pixel) pixel.push(r);
+      if (h.storefront) batches.push(r);
       else others.push(outcomePlan([r], 'ignored', 'storefront events are not processed here'));
     } else if (side) others.push(await side(r));
     else toForward.push(r);
   }
   const forwarded = toForward.length ? await h.forward(toForward) : null;
   // the storefront's batches, and the emails the unit's webhooks name (the pending identities they vouch for)
-  const storefront = h.pixel && (pixel.length || toForward.length) ? await h.pixel(pixel, toForward) : null;
+  const storefront = h.storefront && (batches.length || toForward.length) ? await h.storefront(batches, toForward) : null;
   await budget.step();
   // storefront first: a shopper's adds come before their order, and the order's write cancels
   // the storefront abandonments of its email, those of this unit included

@@ -66,4 +66,4 @@ export type SideHandler = (r: ParsedReceipt) => Promise<UnitPlan>;
  * Stage 2 for receipts of kind 'pixel': reads what it needs, writes nothing until write(). `signed`:
  * the unit's webhooks, whose emails vouch for storefront visitors' pending identities (src/processing/storefront/vouch.ts).
  */
-export type PixelStage = (items: ParsedReceipt[], signed: ParsedReceipt[]) => Promise<UnitPlan>;
+export type StorefrontStage = (items: ParsedReceipt[], signed: ParsedReceipt[]) => Promise<UnitPlan>;

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { Metrics } from '../../src/observability/metrics';
 import { createLogger } from '../../src/observability/logger';
-import { createPixelSweeper } from '../../src/processing/storefront/sweeper';
+import { createStorefrontSweeper } from '../../src/processing/storefront/sweeper';
 import { TestClock } from '../helpers/clock';
 import { testProvider } from '../helpers/db';
 import { turnsOfTheLoopDuring } from '../helpers/loop';
@@ -119,7 +119,13 @@ describe(`storefront events (${testProvider})`, () => {
     expect(expired.events).toBeGreaterThanOrEqual(45);
     expect(expired.visitors).toBeGreaterThanOrEqual(25);
 
-    const sweeper = createPixelSweeper({ db: s.app.db, logger: createLogger('silent'), metrics: new Metrics(), now: clock.now, chunk: 10 });
+    const sweeper = createStorefrontSweeper({
+      db: s.app.db,
+      logger: createLogger('silent'),
+      metrics: new Metrics(),
+      now: clock.now,
+      chunk: 10,
+    });
     const { value: swept, turns } = await turnsOfTheLoopDuring(() => sweeper.sweep());
     expect(swept).toEqual({ ...expired, pendingIdentities: 0, shoppers: 0, interests: 0 });
     expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(5);
@@ -139,10 +145,10 @@ describe(`storefront events (${testProvider})`, () => {
     await sendBatch(s, batch(key, client, [ev.view(MUG), ev.add(MUG)]));
     expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(2);
     clock.advance(23 * HOUR);
-    expect(await s.app.sweepPixels()).toMatchObject({ events: 0 });
+    expect(await s.app.sweepStorefront()).toMatchObject({ events: 0 });
     expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(2);
     clock.advance(1 * HOUR + MIN);
-    expect((await s.app.sweepPixels()).events).toBeGreaterThanOrEqual(2);
+    expect((await s.app.sweepStorefront()).events).toBeGreaterThanOrEqual(2);
     expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(0);
 
     await sendBatch(s, batch(key, client, [ev.contact()], { email: knownCustomer(s, 'late@example.com', domain) }));

@@ -12,7 +12,7 @@ import type { Logger } from '../../observability/logger';
 import { eraseSubscriptions, exportSubscriptions } from '../../notify-me/subscriptions';
 import type { DueEntry } from '../../outbox/due';
 import type { EmailKeys } from '../storefront/email-keys';
-import { erasePixelData, exportPixelData, visitorsOf } from '../storefront/gdpr';
+import { eraseStorefrontData, exportStorefrontData, visitorsOf } from '../storefront/gdpr';
 import type { PrismaPlan } from '../plan';
 import type { ParsedReceipt } from '../unit';
 import { parseProfile, profileEmails, type CustomerProfile } from '../../mapping/profile';
@@ -40,7 +40,7 @@ const NEVER_ERASED_TOPICS = new Set(['app/uninstalled', 'shop/redact', 'customer
 /**
  * Every outbox row that holds something of this customer, by exact column values: each message
  * stores the address it is sent to (trimmed, lower-cased) in `email`, and its body holds no other
- * (mapping/build.ts, pixel/stage.ts, the contact delete below).
+ * (mapping/build.ts, storefront/shopper-events.ts, the contact delete below).
  */
 function customerMessages(shopId: string, ref: CustomerRef): Prisma.OutboxMessageWhereInput {
   const or: Prisma.OutboxMessageWhereInput[] = [];
@@ -228,7 +228,7 @@ export function createGdpr(deps: GdprDeps) {
           // back-in-stock subscriptions (the storefront's notify-me form), by every address and by customer id
           await eraseSubscriptions(tx, shop.id, { emails: ref.emails, customerId: ref.id });
           for (const email of ref.emails) {
-            await erasePixelData(tx, shop.id, email, devices, deps.emailKeys); // storefront visitors, pending identities and trust of the email, and their devices' waiting events
+            await eraseStorefrontData(tx, shop.id, email, devices, deps.emailKeys); // storefront visitors, pending identities and trust of the email, and their devices' waiting events
             // a service error naming the address; cleared only if no newer error replaced it meanwhile
             const lastError = shop.connection?.lastError ?? null;
             if (lastError !== null && textNamesEmail(lastError, email)) {
@@ -316,7 +316,7 @@ export function createGdpr(deps: GdprDeps) {
           orders: orders.map((o) => JSON.parse(o.summary) as unknown),
           shipments: fulfillments.map((f) => JSON.parse(f.state) as unknown),
           profile: profiles.map(exportedProfile),
-          storefront: await exportPixelData(tx, shop.id, ref.emails, deps.emailKeys),
+          storefront: await exportStorefrontData(tx, shop.id, ref.emails, deps.emailKeys),
           back_in_stock: await exportSubscriptions(tx, shop.id, { emails: ref.emails, customerId: ref.id }),
         };
         const row = await tx.dataExport.upsert({

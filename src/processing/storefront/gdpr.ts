@@ -30,7 +30,7 @@ export async function visitorsOf(tx: Tx, shopId: string, rawEmail: string, keys:
  * from visitorsOf), the identities tied to it, its pending identities, its trust row and its product interests. Returns how many
  * devices.
  */
-export async function erasePixelData(tx: Tx, shopId: string, rawEmail: string, clientIds: string[], keys: EmailKeys): Promise<number> {
+export async function eraseStorefrontData(tx: Tx, shopId: string, rawEmail: string, clientIds: string[], keys: EmailKeys): Promise<number> {
   const email = normalizeEmail(rawEmail);
   const emailKeys = keys.all(shopId, email);
   if (clientIds.length) await tx.pixelEvent.deleteMany({ where: { shopId, clientId: { in: clientIds } } });
@@ -41,8 +41,8 @@ export async function erasePixelData(tx: Tx, shopId: string, rawEmail: string, c
   return clientIds.length;
 }
 
-/** What the storefront pixel keeps about the customer's addresses, for the export. */
-export async function exportPixelData(tx: Tx, shopId: string, rawEmails: readonly string[], keys: EmailKeys) {
+/** What the storefront keeps about the customer's addresses, for the export. */
+export async function exportStorefrontData(tx: Tx, shopId: string, rawEmails: readonly string[], keys: EmailKeys) {
   const emails = [...new Set(rawEmails.map(normalizeEmail))];
   const emailKeys = emails.flatMap((e) => keys.all(shopId, e));
   const [visitors, pending, trust] = emails.length

@@ -3,7 +3,7 @@
 // stored ones this unit's vouches may confirm, and those its receipts add or settle, by email key
 // and by client, in arrival order. One per client: a new one replaces the client's earlier one.
 // What changed becomes the plan's pendingIdentities (to write) and pendingIdentitiesDone (to delete).
-import { keyOf, type PendingIdentity, type PixelPlan } from './store';
+import { keyOf, type PendingIdentity, type StorefrontPlan } from './store';
 
 export class PendingIdentities {
   /** Client ids waiting on each email, by keyOf(shopId, emailKey). */
@@ -41,7 +41,7 @@ export class PendingIdentities {
     this.writes.delete(keyOf(shopId, clientId));
   }
 
-  into(plan: PixelPlan): void {
+  into(plan: StorefrontPlan): void {
     for (const [ck, p] of this.writes) {
       if (p) plan.pendingIdentities.push(p);
       else {

@@ -23,7 +23,14 @@ import {
   type AbandonmentWindow,
   type Shopper,
 } from './abandonment-windows';
-import { keyOf, STOREFRONT_ABANDONMENTS, type PendingAbandonment, type PixelPlan, type PixelShop, type PixelStore } from './store';
+import {
+  keyOf,
+  STOREFRONT_ABANDONMENTS,
+  type PendingAbandonment,
+  type StorefrontPlan,
+  type StorefrontShop,
+  type StorefrontStore,
+} from './store';
 import type { BatchTrust } from './trust';
 import type { StoreEvent } from './wire';
 
@@ -50,7 +57,7 @@ interface Candidate {
 }
 
 export interface ShopCtx {
-  shop: PixelShop;
+  shop: StorefrontShop;
   settings: Settings;
   status: 'queued' | 'held';
   candidates: Map<string, Candidate>;
@@ -62,8 +69,8 @@ export interface ShopCtx {
 }
 
 export interface ShopperEventsDeps {
-  store: PixelStore;
-  plan: PixelPlan;
+  store: StorefrontStore;
+  plan: StorefrontPlan;
   trust: BatchTrust;
   /** Pending storefront abandonments of the batch's emails, by keyOf(shopId, email). */
   pending: Map<string, PendingAbandonment[]>;
@@ -83,7 +90,7 @@ export class ShopperEvents {
   constructor(private readonly deps: ShopperEventsDeps) {}
 
   /** The batch's state of a shop (its connection taken as it is: a shop without one takes no events). */
-  contextOf(shop: PixelShop): ShopCtx {
+  contextOf(shop: StorefrontShop): ShopCtx {
     let ctx = this.contexts.get(shop.id);
     if (!ctx) {
       ctx = {

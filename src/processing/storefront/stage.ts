@@ -1,5 +1,5 @@
 // Stage 2 for storefront batches (receipts of kind 'pixel'), and for the emails the unit's signed
-// webhooks vouch for. State is read once per batch (PixelStore), each receipt is decided in memory
+// webhooks vouch for. State is read once per batch (StorefrontStore), each receipt is decided in memory
 // in arrival order against that state as the earlier receipts left it, and nothing is written until
 // the processor applies the plan in the batch's transaction. Per batch:
 // - products: the pixel names products by id; every title, price and URL sent is Shopify's
@@ -18,7 +18,7 @@
 //   PIXEL_ABANDONMENTS_PER_EMAIL_DAY).
 // - consent: a batch whose visitor does not allow marketing sends nothing and keeps nothing.
 import type { ReceiptOutcome } from '../../intake/receipt-store';
-import type { DriverPlan, PixelStage } from '../plan';
+import type { DriverPlan, StorefrontStage } from '../plan';
 import type { Metrics } from '../../observability/metrics';
 import type { DueEntry } from '../../outbox/due';
 import type { CustomerLookup } from '../../integrations/shopify/customer-lookup';
@@ -31,7 +31,7 @@ import { LogOnce } from '../../observability/log-once';
 import { ClientQueues, heldRefs, type DrainResult } from './queues';
 import { describeAll, resolve, type Answers } from './resolve';
 import { PIXEL_RETRY_TOPIC, PIXEL_TOPIC, ShopperEvents, type Count, type ShopCtx } from './shopper-events';
-import { emptyPixelPlan, keyOf, type PixelShop, type PixelStore, type Visitor } from './store';
+import { emptyStorefrontPlan, keyOf, type StorefrontShop, type StorefrontStore, type Visitor } from './store';
 import { BatchTrust } from './trust';
 import { vouchedEmails, vouchSourceOf, type VouchSource } from './vouch';
 import { readBatch, type ReadBatch } from './wire';
@@ -45,8 +45,8 @@ export const LOOKUP_DEADLINE_MS = 2_000;
 /** Clients whose events wait for their products, drained per retry receipt of a shop (the rest at the next). */
 export const RETRY_CLIENTS = 200;
 
-export interface PixelStageDeps {
-  store: PixelStore;
+export interface StorefrontStageDeps {
+  store: StorefrontStore;
   metrics: Metrics;
   logger: Logger;
   now: () => Date;
@@ -72,19 +72,19 @@ export interface PixelStageDeps {
 /** A step of the unit, in arrival order: a storefront batch, an email a signed webhook named, or a shop's retry. */
 type Step =
   | { kind: 'batch'; r: ParsedReceipt; b: ReadBatch }
-  | { kind: 'vouch'; r: ParsedReceipt; shop: PixelShop; email: string; source: VouchSource }
+  | { kind: 'vouch'; r: ParsedReceipt; shop: StorefrontShop; email: string; source: VouchSource }
   | { kind: 'retry'; r: ParsedReceipt };
 
 const NOTHING: DriverPlan = { outcomes: [], due: [], write: async () => undefined };
 
-export function createPixelStage(deps: PixelStageDeps): PixelStage {
+export function createStorefrontStage(deps: StorefrontStageDeps): StorefrontStage {
   const { store } = deps;
   const renewEvery = Math.min(86_400_000, deps.identityMs / 2);
   const add = <T>(m: Map<string, Set<T>>, shopId: string, v: T) => m.set(shopId, (m.get(shopId) ?? new Set()).add(v));
   // why a shop's events wait for their products: once per shop and quarter of an hour
   const waitLog = new LogOnce(deps.logger, 15 * 60_000, () => deps.now().getTime());
 
-  return async function pixelStage(items: ParsedReceipt[], signed: ParsedReceipt[] = []): Promise<DriverPlan> {
+  return async function storefrontStage(items: ParsedReceipt[], signed: ParsedReceipt[] = []): Promise<DriverPlan> {
     const named = signed.flatMap((r) => {
       const source = vouchSourceOf(r.topic);
       return source ? vouchedEmails(r.topic, r.payload).map((email) => ({ r, email, source })) : [];
@@ -92,7 +92,7 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
     if (items.length === 0 && named.length === 0) return NOTHING;
     const now = deps.now();
     const deadline = Date.now() + (deps.lookupDeadlineMs ?? LOOKUP_DEADLINE_MS);
-    const plan = emptyPixelPlan();
+    const plan = emptyStorefrontPlan();
     const counts = new Map<Count, number>();
     const claimCounts = { pending: 0, vouched: 0 };
     const dropped = { unknown: 0, no_scope: 0 };
@@ -107,15 +107,15 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
         ...retries.map((r) => r.shopDomain),
       ]),
     ]);
-    const takes = (shop: PixelShop | undefined): shop is PixelShop =>
+    const takes = (shop: StorefrontShop | undefined): shop is StorefrontShop =>
       Boolean(shop?.connection && !shop.uninstalledAt && shop.pixel && shop.pixel.state !== 'removed');
     /** Why the batch's shop takes no storefront events now, or null when it does. */
-    const refusal = (shop: PixelShop | undefined, b: ReadBatch): string | null => {
+    const refusal = (shop: StorefrontShop | undefined, b: ReadBatch): string | null => {
       if (!shop?.connection) return 'shop not connected';
       if (shop.uninstalledAt) return 'app uninstalled';
       return b.ok && takes(shop) && shop.pixel!.key === b.key ? null : 'not the shop’s active pixel key';
     };
-    const usable = (shop: PixelShop | undefined, b: ReadBatch): shop is PixelShop => refusal(shop, b) === null;
+    const usable = (shop: StorefrontShop | undefined, b: ReadBatch): shop is StorefrontShop => refusal(shop, b) === null;
     const vouches = named.flatMap((v) => {
       const shop = shops.get(v.r.shopDomain);
       return takes(shop) ? [{ ...v, shop }] : [];
@@ -142,7 +142,7 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       if (b.ok && usable(shop, b)) add(clients, shop.id, b.clientId);
     }
     /** The clients each retry receipt drains (none for a shop that takes no storefront events now). */
-    const retryWork = new Map<number, { shop: PixelShop; clientIds: string[] }>();
+    const retryWork = new Map<number, { shop: StorefrontShop; clientIds: string[] }>();
     const retryShops = new Set<string>();
     for (const r of retries) {
       const shop = shops.get(r.shopDomain);
@@ -161,7 +161,7 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
     const vouchedHere = new Set<string>();
     for (const v of vouches) vouchedHere.add(keyOf(v.shop.id, v.email));
     const claiming = new Map<string, Set<string>>();
-    const refs = new Map<string, { shop: PixelShop; refs: ProductRef[] }>();
+    const refs = new Map<string, { shop: StorefrontShop; refs: ProductRef[] }>();
     for (const { r, b } of reads) {
       const shop = shops.get(r.shopDomain);
       if (!b.ok || !usable(shop, b) || !b.marketing) continue;
@@ -241,7 +241,7 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
       cartDelayMs: deps.cartDelayMs,
       count,
     });
-    const contextOf = (shop: PixelShop) => shopperEvents.contextOf(shop);
+    const contextOf = (shop: StorefrontShop) => shopperEvents.contextOf(shop);
     const visitorWrites = new Map<string, { shopId: string; clientId: string } & Visitor>();
     const claims = new PendingIdentities(storedClaims);
     // lookups answered before any receipt of the unit: their claims are applied first
@@ -382,7 +382,7 @@ export function createPixelStage(deps: PixelStageDeps): PixelStage {
     }
 
     /** Logs, once per shop and quarter of an hour, that the shop's events wait for product data, and why. */
-    function waitingForProducts(shop: PixelShop, a: Answers, events: number): void {
+    function waitingForProducts(shop: StorefrontShop, a: Answers, events: number): void {
       waitLog.log(
         'warn',
         shop.id,

@@ -19,7 +19,7 @@ export const STOREFRONT_ABANDONMENTS = ['browse_abandoned', 'cart_abandoned'] as
 export type StorefrontAbandonment = (typeof STOREFRONT_ABANDONMENTS)[number];
 const PENDING = ['queued', 'held'];
 
-export interface PixelShop {
+export interface StorefrontShop {
   id: string;
   domain: string;
   uninstalledAt: Date | null;
@@ -79,7 +79,7 @@ export interface PendingAbandonment {
   body: string;
 }
 
-export interface PixelPlan {
+export interface StorefrontPlan {
   /** Clients whose waiting events and identity go (consent withdrawn). */
   forget: Array<{ shopId: string; clientId: string }>;
   /** Waiting events that went: counted for an email, or dropped (their product is not the shop's). */
@@ -131,7 +131,7 @@ export interface InterestRow {
   expiresAt: Date;
 }
 
-export const emptyPixelPlan = (): PixelPlan => ({
+export const emptyStorefrontPlan = (): StorefrontPlan => ({
   interests: new Map(),
   forget: [],
   eventsDone: [],
@@ -153,14 +153,14 @@ export const emptyPixelPlan = (): PixelPlan => ({
 /** Keys of per-shop state: shop id and the object's id. */
 export const keyOf = (shopId: string, id: string) => `${shopId}\u0000${id}`;
 
-export class PixelStore {
+export class StorefrontStore {
   private readonly sql: Sql;
 
   constructor(private readonly db: Db) {
     this.sql = new Sql(db, rawOf(db).provider);
   }
 
-  async shops(domains: string[]): Promise<Map<string, PixelShop>> {
+  async shops(domains: string[]): Promise<Map<string, StorefrontShop>> {
     if (domains.length === 0) return new Map();
     const rows = await this.db.$queryRaw<
       Array<{
@@ -344,7 +344,7 @@ export class PixelStore {
   }
 
   /** Applies a batch's plan in the caller's transaction (raw SQL: set-based, one statement per kind). */
-  async write(tx: Tx, plan: PixelPlan, now: Date): Promise<void> {
+  async write(tx: Tx, plan: StorefrontPlan, now: Date): Promise<void> {
     const clients = (rows: Array<{ shopId: string; clientId: string }>) => whereKeys(clientsByShop(rows), 'clientId');
     if (plan.forget.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelEvent" WHERE ${clients(plan.forget)}`);
     await this.writeQueues(tx, plan);
@@ -408,7 +408,7 @@ export class PixelStore {
   }
 
   /** Waiting events that went, were described, or wait longer for their product (their rows, by id). */
-  private async writeQueues(tx: Tx, plan: PixelPlan): Promise<void> {
+  private async writeQueues(tx: Tx, plan: StorefrontPlan): Promise<void> {
     for (let from = 0; from < plan.eventsDone.length; from += 500)
       await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelEvent" WHERE "id" IN (${Prisma.join(plan.eventsDone.slice(from, from + 500))})`);
     for (let from = 0; from < plan.eventsDescribed.length; from += 500) {
@@ -431,7 +431,7 @@ export class PixelStore {
   }
 
   /** Trust and quota rows: vouches, then negative lookups (never over a live vouch), then the day's counts. */
-  private async writeShoppers(tx: Tx, plan: PixelPlan): Promise<void> {
+  private async writeShoppers(tx: Tx, plan: StorefrontPlan): Promise<void> {
     const { provider } = this.sql;
     const key = (r: { shopId: string; emailKey: string }) => keyOf(r.shopId, r.emailKey);
     const head = Prisma.raw(' ON CONFLICT ("shopId", "emailKey") DO UPDATE SET ');
@@ -469,8 +469,8 @@ export class PixelStore {
 const STAT_COUNTS = ['pending', 'vouched', 'dropped', 'limited'] as const;
 
 /** One row per shop and hour, the increments added up. */
-function sumStats(rows: PixelPlan['stats']): PixelPlan['stats'] {
-  const out = new Map<string, PixelPlan['stats'][number]>();
+function sumStats(rows: StorefrontPlan['stats']): StorefrontPlan['stats'] {
+  const out = new Map<string, StorefrontPlan['stats'][number]>();
   for (const r of rows) {
     const k = keyOf(r.shopId, String(r.hour));
     const cur = out.get(k);

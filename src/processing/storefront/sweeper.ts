@@ -13,7 +13,7 @@ import { LogOnce, LoopFailures } from '../../observability/log-once';
 import type { Logger } from '../../observability/logger';
 import type { Metrics } from '../../observability/metrics';
 
-export interface PixelSweeperDeps {
+export interface StorefrontSweeperDeps {
   db: Db;
   logger: Logger;
   metrics: Metrics;
@@ -36,14 +36,14 @@ export interface SweepResult {
 const HOUR_MS = 3_600_000;
 const STATS_KEPT_HOURS = 48;
 
-export interface PixelSweeper {
+export interface StorefrontSweeper {
   /** Deletes what expired by now; returns how many rows of each kind. */
   sweep(): Promise<SweepResult>;
   start(): void;
   stop(): void;
 }
 
-export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
+export function createStorefrontSweeper(deps: StorefrontSweeperDeps): StorefrontSweeper {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> = Promise.resolve();
   const failures = new LoopFailures(new LogOnce(deps.logger, 60 * 60_000), deps.metrics.loopFailures);
@@ -160,7 +160,7 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
       deps.logger.info(expired, 'storefront: expired anonymous events, identities and pending identities never vouched for deleted');
     return expired;
   }
-  const sweeper: PixelSweeper = {
+  const sweeper: StorefrontSweeper = {
     sweep: () => {
       const p = running.then(sweep, sweep);
       running = p.catch(() => undefined);
