@@ -198,6 +198,28 @@ describe(`storefront events (${testProvider})`, () => {
     expect(receipts.every((r) => r.body === null)).toBe(true);
   });
 
+  it('cancels an identified shopper’s pending browse and cart abandonments when their visitor withdraws marketing consent', async () => {
+    const { domain, key, workspaceId, shopId } = await shop();
+    const browser = knownCustomer(s, 'withdraws.browsing@example.com', domain);
+    const carter = knownCustomer(s, 'withdraws.cart@example.com', domain);
+    const [browsing, carting] = [randomUUID(), randomUUID()];
+    await sendBatch(s, batch(key, browsing, [ev.view(MUG)], { email: browser }));
+    await sendBatch(s, batch(key, carting, [ev.add(TOTE)], { email: carter }));
+    expect((await messages(shopId, 'browse_abandoned')).map((m) => [m.email, m.status])).toEqual([[browser, 'queued']]);
+    expect((await messages(shopId, 'cart_abandoned')).map((m) => [m.email, m.status])).toEqual([[carter, 'queued']]);
+    // the identified visitors come back without marketing consent (no email in these batches)
+    await sendBatch(s, batch(key, browsing, [ev.page()], { marketing: false }));
+    await sendBatch(s, batch(key, carting, [ev.page()], { marketing: false }));
+    const cancelled = (eventName: string) => messages(shopId, eventName).then((list) => list.map((m) => [m.status, m.lastError]));
+    expect(await cancelled('browse_abandoned')).toEqual([['cancelled', 'the shopper does not allow marketing']]);
+    expect(await cancelled('cart_abandoned')).toEqual([['cancelled', 'the shopper does not allow marketing']]);
+    expect(await s.app.db.pixelVisitor.count({ where: { shopId } })).toBe(0);
+    clock.advance(2 * HOUR);
+    await s.until(() => events(workspaceId, 'viewed_product').length === 1, 5000, 'the view');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(events(workspaceId).filter((e) => e.event_name.endsWith('_abandoned'))).toEqual([]);
+  });
+
   it('sends browse_abandoned after the delay with the products viewed', async () => {
     const { domain, key, workspaceId, shopId } = await shop();
     const email = knownCustomer(s, 'browser@example.com', domain);

@@ -8,7 +8,7 @@
 //   stays pending, the event waits for its product;
 // - the pending identities the unit's vouches confirm (its webhooks, and the lookups that found
 //   the customer), their clients' visitors and events waiting for an email, and the pending
-//   abandonments of every email the unit may send to.
+//   abandonments of every email the unit may send to, or cancel for (a visitor withdrawing consent).
 import type { ProductCatalog, ProductRef } from '../../integrations/shopify/products';
 import type { Metrics } from '../../observability/metrics';
 import { heldRefs } from './queues';
@@ -100,9 +100,10 @@ export async function loadUnitState(
   const giving: ByShop<string> = new Map();
   const refs = new Map<string, { shop: StorefrontShop; refs: ProductRef[] }>();
   for (const { b, shop } of unit.taken) {
-    if (!b.marketing) continue;
     const v = live(keyOf(shop.id, b.clientId));
+    // a visitor withdrawing consent too: its shopper's pending abandonments are cancelled
     if (v) add(emails, shop.id, v.email);
+    if (!b.marketing) continue;
     if (b.email) {
       add(emails, shop.id, b.email);
       if (v?.email !== b.email) add(giving, shop.id, b.clientId);
