@@ -41,7 +41,7 @@ export interface ProcessorDeps extends Handlers {
    * the other half free.
    */
   partitionsPerTurn?: number;
-  /** A partition's lease, renewed by every batch. */
+  /** A partition's lease, renewed by every unit's commit (DEFAULT_LEASE_MS). */
   leaseMs?: number;
   /** The slow safety poll when no wake-up comes. */
   safetyPollMs?: number;
@@ -139,7 +139,7 @@ export class ReceiptProcessor {
       try {
         total += await this.drainLeased(turn);
       } finally {
-        // the batch that drained the partitions gave the leases up in its own transaction
+        // the unit that drained the partitions gave the leases up in its own transaction
         if (!turn.released) await this.partitions.giveUp(partitions);
       }
     }
