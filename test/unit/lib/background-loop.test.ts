@@ -8,65 +8,64 @@ async function until(cond: () => boolean): Promise<void> {
   expect(cond()).toBe(true);
 }
 
-/** A promise and the function that resolves it. */
-function gate(): { open: () => void; wait: Promise<void> } {
+/**
+ * A loop whose first pass (or first beforePass, with `holdBeforePass`) waits until `open()`; every
+ * pass then sleeps until a wake-up. Counts both.
+ */
+function heldLoop(holdBeforePass: boolean) {
   let open!: () => void;
-  const wait = new Promise<void>((r) => (open = r));
-  return { open, wait };
+  const held = new Promise<void>((r) => (open = r));
+  const n = { befores: 0, passes: 0 };
+  const loop = new BackgroundLoop({
+    beforePass: async () => {
+      n.befores += 1;
+      if (holdBeforePass && n.befores === 1) await held;
+    },
+    pass: async () => {
+      n.passes += 1;
+      if (!holdBeforePass && n.passes === 1) await held;
+      return Infinity;
+    },
+    onFailure: () => undefined,
+  });
+  return { loop, n, open };
+}
+
+/**
+ * Starts a loop held in its first pass (or first beforePass), wakes it there and lets it go on;
+ * then runs `then`, and stops the loop whatever it does. Returns the counts.
+ */
+async function wokenWhileHeld(
+  holdBeforePass: boolean,
+  then: (loop: BackgroundLoop, n: { befores: number; passes: number }) => Promise<void>,
+): Promise<{ befores: number; passes: number }> {
+  const { loop, n, open } = heldLoop(holdBeforePass);
+  loop.start();
+  try {
+    await until(() => (holdBeforePass ? n.befores : n.passes) === 1);
+    loop.wake();
+    open();
+    await then(loop, n);
+  } finally {
+    await loop.stop();
+  }
+  return n;
 }
 
 describe('BackgroundLoop', () => {
   it('a wake-up during a pass starts the next pass at once', async () => {
-    const first = gate();
-    let passes = 0;
-    const loop = new BackgroundLoop({
-      pass: async () => {
-        passes += 1;
-        if (passes === 1) await first.wait;
-        return Infinity;
-      },
-      onFailure: () => undefined,
-    });
-    loop.start();
-    try {
-      await until(() => passes === 1);
-      loop.wake();
-      first.open();
-      await until(() => passes === 2 && loop.sleeping);
-    } finally {
-      await loop.stop();
-    }
-    expect(passes).toBe(2);
+    const n = await wokenWhileHeld(false, (loop, counts) => until(() => counts.passes === 2 && loop.sleeping));
+    expect(n).toEqual({ befores: 2, passes: 2 });
   });
 
   it('a wake-up during beforePass is served by the pass that follows, not by one more', async () => {
-    const lingering = gate();
-    let befores = 0;
-    let passes = 0;
-    const loop = new BackgroundLoop({
-      beforePass: async () => {
-        befores += 1;
-        if (befores === 1) await lingering.wait;
-      },
-      pass: async () => {
-        passes += 1;
-        return Infinity;
-      },
-      onFailure: () => undefined,
-    });
-    loop.start();
-    try {
-      await until(() => befores === 1);
-      loop.wake();
-      lingering.open();
+    const n = await wokenWhileHeld(true, async (loop, counts) => {
       await until(() => loop.sleeping);
-      expect([befores, passes]).toEqual([1, 1]);
+      expect(counts).toEqual({ befores: 1, passes: 1 });
       // a wake-up while asleep: beforePass, then one pass
       loop.wake();
-      await until(() => passes === 2 && loop.sleeping);
-      expect(befores).toBe(2);
-    } finally {
-      await loop.stop();
-    }
+      await until(() => counts.passes === 2 && loop.sleeping);
+    });
+    expect(n).toEqual({ befores: 2, passes: 2 });
   });
 });
