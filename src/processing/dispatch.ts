@@ -4,7 +4,7 @@ import type { PendingReceipt } from '../intake/receipt-store';
 import { LoopBudget } from './loop-budget';
 import { outcomePlan, type StorefrontStage, type SideHandler, type UnitPlan } from './plan';
 import { handlingOf, isSerial, type SideEffectTopic } from './topics';
-import { parse, unitEnd, type ParsedReceipt } from './unit';
+import { parse, unitEnd, type Parsed, type ParsedReceipt } from './unit';
 
 export interface Handlers {
   /** The forwarded topics of a unit, in arrival order (forward/forward-receipts.ts). */
@@ -34,7 +34,7 @@ export async function planUnit(h: Handlers, pending: PendingReceipt[]): Promise<
   // only the unit is parsed: the receipts after it wait for units of their own. The loop turns
   // between parses once they have taken a while (a body of megabytes takes tens of ms)
   const budget = new LoopBudget();
-  const unit = [];
+  const unit: Parsed[] = [];
   for (const p of pending.slice(0, unitEnd(pending))) {
     unit.push(parse(p));
     await budget.step();
