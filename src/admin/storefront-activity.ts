@@ -1,11 +1,12 @@
-// The storefront's trust checks of the last day, for the admin page's storefront card: claims to
-// an email pending now, events waiting now for Shopify to describe their products, and per-hour
-// counts (PixelStat) of the last 24 hours: claims vouched, claims expired unvouched, products
+// The storefront's trust checks of the last day, for the admin page's storefront card: pending
+// identities now (emails given that Shopify has not vouched for; the page's fields keep the name
+// claims_*), events waiting now for Shopify to describe their products, and per-hour counts
+// (PixelStat) of the last 24 hours: identities vouched, pending identities expired unvouched, products
 // dropped as unknown, events dropped after waiting their whole window for product data, events
 // over a per-email limit.
 import type { Db } from '../db/client';
 
-export interface PixelActivity {
+export interface StorefrontActivity {
   window_hours: number;
   claims_pending: number;
   claims_vouched: number;
@@ -19,7 +20,7 @@ export interface PixelActivity {
 const HOUR_MS = 3_600_000;
 export const ACTIVITY_HOURS = 24;
 
-export async function pixelActivity(db: Db, shopId: string, now: Date): Promise<PixelActivity> {
+export async function storefrontActivity(db: Db, shopId: string, now: Date): Promise<StorefrontActivity> {
   const hour = Math.floor(now.getTime() / HOUR_MS);
   const [pending, waiting, sums] = await Promise.all([
     db.pixelClaim.count({ where: { shopId, expiresAt: { gt: now } } }),

@@ -7,7 +7,8 @@ import type { Db } from '../db/client';
 import { createErasure } from '../db/erasure';
 import { ForwardStore } from '../processing/forward/forward-store';
 import { createIntake, type Intake } from '../intake/intake';
-import { ReceiptProcessor, type PixelStage, type ProcessorDeps, type SideHandler } from '../processing/processor';
+import { ReceiptProcessor, type ProcessorDeps } from '../processing/processor';
+import type { StorefrontStage, SideHandler } from '../processing/plan';
 import type { SideEffectTopic } from '../processing/topics';
 import { ReceiptStore } from '../intake/receipt-store';
 import type { Logger } from '../observability/logger';
@@ -38,8 +39,8 @@ export interface PipelineDeps {
   /** Extra mapping input (abandonment policy, product images). */
   mapContext?: ForwardDeps['mapContext'];
   onUninstalled?: (shopId: string) => Promise<void>;
-  /** Stage 2 for storefront pixel batches. */
-  pixel?: PixelStage;
+  /** Stage 2 for storefront batches (receipts of kind 'pixel'). */
+  storefront?: StorefrontStage;
   /** Product images and links for line items. */
   enrich?: EnrichItems;
   /** The delivery worker's tuning beyond the configuration's (tests). */
@@ -103,11 +104,8 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
     metrics,
     now,
     receipts,
-    forwardStore,
     forward: createForwardReceipts({ store: forwardStore, mapContext: deps.mapContext, enrich: deps.enrich }),
-    gdpr: createGdpr({
-      db,
-      provider,
+    privacy: createGdpr({
       logger,
       receipts,
       erasure,
@@ -116,7 +114,7 @@ export function buildPipeline(deps: PipelineDeps): Pipeline {
       emailKeys: createEmailKeys(config.encryption),
     }),
     sideHandlers: deps.sideHandlers,
-    pixel: deps.pixel,
+    storefront: deps.storefront,
     // stage 2 indexed the due work in its own transaction: only the wake-up is left
     onDue: (_entries: DueEntry[]) => wakeups.publish('due'),
     safetyPollMs,

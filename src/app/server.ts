@@ -10,7 +10,9 @@ import type { Config } from '../config';
 import { createSecretBox } from '../crypto/secret-box';
 import { createDb, type Db } from '../db/client';
 import { applyMigrations } from '../db/migrate';
-import type { SideHandler } from '../processing/processor';
+import type { SideHandler } from '../processing/plan';
+import { bulkOperationFinish } from '../processing/side/bulk-operation-finish';
+import { scopesUpdate } from '../processing/side/scopes-update';
 import type { SideEffectTopic } from '../processing/topics';
 import type { ReceiptStore } from '../intake/receipt-store';
 import type { Intake } from '../intake/intake';
@@ -81,7 +83,7 @@ export interface RunningServer {
   /** The re-probe of shops held because the service address answered 404, run on demand (the app runs it every minute). */
   reprobeHolds(): Promise<{ held: number; probed: number; released: number }>;
   /** The storefront's expiry sweep, run on demand (the worker runs it every 5 minutes). */
-  sweepPixels(): Promise<SweepResult>;
+  sweepStorefront(): Promise<SweepResult>;
   /**
    * Stores a retry receipt for each shop whose storefront events are due for another product
    * lookup, run on demand (the worker runs it every 15 s); returns how many. Stage 2 then takes them.
@@ -212,28 +214,19 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     onQueued: notifyQueued,
     pollMs: opts.productAlertsPollMs,
   });
-  const shopIdOf = async (domain: string) => (await db.shop.findUnique({ where: { domain }, select: { id: true } }))?.id ?? null;
   const sideHandlers: Record<SideEffectTopic, SideHandler> = {
-    'bulk_operations/finish': async (r) => {
-      const matched = await backfill.onBulkOperationFinish(r.shopDomain, r.payload);
-      return {
-        outcome: 'ignored',
-        reason: matched ? 'bulk operation of an import; the import was told' : 'bulk operation not started by an import',
-      };
-    },
-    'app/scopes_update': async (r) => {
-      const result = await permissions.onScopesUpdate(r.shopDomain, r.payload);
-      const shopId = await shopIdOf(r.shopDomain);
-      if (shopId && result.enabled.includes('storefront_pixel'))
-        detached('activating the storefront pixel', webPixels.ensureActive({ id: shopId, domain: r.shopDomain }));
-      return { outcome: 'accepted' };
-    },
+    'bulk_operations/finish': bulkOperationFinish(backfill),
+    'app/scopes_update': scopesUpdate({
+      db,
+      onScopesUpdate: (domain, payload) => permissions.onScopesUpdate(domain, payload),
+      activatePixel: (shop) => detached('activating the storefront pixel', webPixels.ensureActive(shop)),
+    }),
     ...productAlerts.sideHandlers,
   };
   const abandonment = { graceMs: config.checkouts.graceMinutes * 60_000, maxAgeMs: config.checkouts.maxAgeDays * 86_400_000 };
   const customers = createCustomerLookup({ shopify, tokens, logger, perMinute: config.pixel.lookupsPerMinute });
   const storefront = createStorefront({ config, db, logger, metrics, now, products, customers });
-  metrics.onScrapeClaims(() => storefront.claimsPending());
+  metrics.onScrapeClaims(() => storefront.pendingIdentities());
   metrics.onScrapeWaitingForProducts(() => storefront.waitingForProducts());
   const pipeline = buildPipeline({
     config,
@@ -249,7 +242,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     mapContext: () => ({ abandonment }),
     enrich,
     onUninstalled: (shopId) => webPixels.markRemoved(shopId),
-    pixel: storefront.stage,
+    storefront: storefront.stage,
     worker: opts.worker,
     processor: opts.processor,
   });
@@ -318,7 +311,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       ? [
           authRoutes({ shopify, db, tokens, logger, onResumed: notifyQueued }),
           adminRoutes({ auth, connection, activity, settings, budget, productAlerts: productAlertsView }),
-          permissionsRoutes({ auth, permissions, webPixels, pixelActivity: (shopId) => storefront.activity(shopId) }),
+          permissionsRoutes({ auth, permissions, webPixels, storefrontActivity: (shopId) => storefront.activity(shopId) }),
           backfill.router(auth),
           proxyRoute({
             apiSecret: config.shopify.apiSecret,
@@ -450,7 +443,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     checkKeys: () => connection.checkKeys(),
     scanKeys: () => storedKeys.scan(),
     reprobeHolds: () => holds.reprobe(),
-    sweepPixels: () => storefront.sweeper.sweep(),
+    sweepStorefront: () => storefront.sweeper.sweep(),
     retryStorefrontProducts: () => productRetries.run(),
     sweepStockSubscriptions: () => notifyMe.sweeper.sweep(),
     runProductAlerts: () => productAlerts.runner.runDue(),

@@ -1,28 +1,28 @@
-// The storefront pixel's server side, assembled from the config: stage 2 (stage.ts), the key
-// cache of stage 1 (keys.ts; the route is src/http/pixel.route.ts), the expiry sweeper, and the
-// last day's trust counts for the admin page (activity.ts).
+// The storefront's server side, assembled from the config: stage 2 (processing/storefront/stage.ts),
+// stage 1's cache of pixel keys (intake/pixel-keys.ts; the route is http/pixel.route.ts), the
+// expiry sweeper, and the last day's trust counts for the admin page (admin/storefront-activity.ts).
 import type { Config } from '../config';
 import type { Db } from '../db/client';
-import type { PixelStage } from '../processing/processor';
+import type { StorefrontStage } from '../processing/plan';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import type { CustomerLookup } from '../integrations/shopify/customer-lookup';
 import type { ProductCatalog } from '../integrations/shopify/products';
-import { pixelActivity, type PixelActivity } from '../admin/storefront-activity';
+import { storefrontActivity, type StorefrontActivity } from '../admin/storefront-activity';
 import { createEmailKeys } from '../processing/storefront/email-keys';
 import { createPixelKeys, type PixelKeys } from '../intake/pixel-keys';
-import { createPixelStage } from '../processing/storefront/stage';
-import { PixelStore } from '../processing/storefront/store';
-import { createPixelSweeper, type PixelSweeper } from '../processing/storefront/sweeper';
+import { createStorefrontStage } from '../processing/storefront/stage';
+import { StorefrontStore } from '../processing/storefront/store';
+import { createStorefrontSweeper, type StorefrontSweeper } from '../processing/storefront/sweeper';
 
 export interface Storefront {
-  stage: PixelStage;
+  stage: StorefrontStage;
   keys: PixelKeys;
-  sweeper: PixelSweeper;
+  sweeper: StorefrontSweeper;
   /** The last day's trust counts of a shop, for the admin page. */
-  activity(shopId: string): Promise<PixelActivity>;
-  /** Claims pending now, in all shops (the metrics gauge). */
-  claimsPending(): Promise<number>;
+  activity(shopId: string): Promise<StorefrontActivity>;
+  /** Pending identities now, in all shops (the metrics gauge connector_pixel_claims_pending). */
+  pendingIdentities(): Promise<number>;
   /** Events waiting now for Shopify to describe their products, in all shops (the metrics gauge). */
   waitingForProducts(): Promise<number>;
 }
@@ -35,7 +35,7 @@ export interface StorefrontDeps {
   now: () => Date;
   /** Shopify's products, for what storefront events say about them. */
   products: Pick<ProductCatalog, 'describe'>;
-  /** Shopify's customers, for claims no webhook vouched for. */
+  /** Shopify's customers, for pending identities no webhook vouched for. */
   customers: CustomerLookup;
 }
 
@@ -43,8 +43,8 @@ export function createStorefront(deps: StorefrontDeps): Storefront {
   const { config, db, logger, metrics, now } = deps;
   const p = config.pixel;
   return {
-    stage: createPixelStage({
-      store: new PixelStore(db),
+    stage: createStorefrontStage({
+      store: new StorefrontStore(db),
       metrics,
       logger,
       now,
@@ -55,14 +55,14 @@ export function createStorefront(deps: StorefrontDeps): Storefront {
       identityMs: p.identityDays * 86_400_000,
       browseDelayMs: p.browseDelayMinutes * 60_000,
       cartDelayMs: p.cartDelayMinutes * 60_000,
-      claimMs: p.claimMinutes * 60_000,
+      pendingIdentityMs: p.claimMinutes * 60_000,
       eventsPerEmailDay: p.eventsPerEmailDay,
       abandonmentsPerEmailDay: p.abandonmentsPerEmailDay,
     }),
     keys: createPixelKeys(db, logger),
-    sweeper: createPixelSweeper({ db, logger, metrics, now }),
-    activity: (shopId) => pixelActivity(db, shopId, now()),
-    claimsPending: () => db.pixelClaim.count({ where: { expiresAt: { gt: now() } } }),
+    sweeper: createStorefrontSweeper({ db, logger, metrics, now }),
+    activity: (shopId) => storefrontActivity(db, shopId, now()),
+    pendingIdentities: () => db.pixelClaim.count({ where: { expiresAt: { gt: now() } } }),
     waitingForProducts: () => db.pixelEvent.count({ where: { describeAt: { not: null }, expiresAt: { gt: now() } } }),
   };
 }

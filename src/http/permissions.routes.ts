@@ -2,7 +2,7 @@
 // scopes they need, the storefront pixel's activation, and its trust checks of the last day
 // (GET /api/pixel's `activity`). Behind the session-token middleware.
 import { Router, type RequestHandler } from 'express';
-import type { PixelActivity } from '../admin/storefront-activity';
+import type { StorefrontActivity } from '../admin/storefront-activity';
 import type { WebPixels } from '../integrations/shopify/web-pixel';
 import type { PermissionsUseCases } from '../admin/permissions';
 import { HttpError } from './errors';
@@ -12,8 +12,8 @@ export interface PermissionsRoutesDeps {
   auth: RequestHandler;
   permissions: PermissionsUseCases;
   webPixels: Pick<WebPixels, 'ensureActive' | 'view'>;
-  /** Claims pending now and the last day's counts (vouched, expired, products dropped, events limited). */
-  pixelActivity: (shopId: string) => Promise<PixelActivity>;
+  /** Pending identities now and the last day's counts (vouched, expired, products dropped, events limited). */
+  storefrontActivity: (shopId: string) => Promise<StorefrontActivity>;
 }
 
 function refreshParam(v: unknown): boolean {
@@ -33,7 +33,7 @@ export function permissionsRoutes(deps: PermissionsRoutesDeps): Router {
   });
   r.get('/api/pixel', async (_req, res) => {
     const shopId = shopOf(res).id;
-    const [view, activity] = await Promise.all([deps.webPixels.view(shopId), deps.pixelActivity(shopId)]);
+    const [view, activity] = await Promise.all([deps.webPixels.view(shopId), deps.storefrontActivity(shopId)]);
     res.json({ ...view, activity });
   });
   r.post('/api/pixel/activate', async (_req, res) => {

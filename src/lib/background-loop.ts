@@ -11,6 +11,11 @@ export interface BackgroundLoopOptions {
    * wake-up). A wake-up that came during the pass starts the next one at once.
    */
   pass: () => Promise<number>;
+  /**
+   * Runs before each pass; a wake-up that comes meanwhile is served by that pass, not by one more
+   * after it (stage 2 lingers here, so the receipts of a few ms share one batch).
+   */
+  beforePass?: () => Promise<void>;
   /** A pass threw: report it (`retryInMs`: the wait now sat out before the next). */
   onFailure: (err: unknown, retryInMs: number) => void;
   /** The waits after failures in a row (LOOP_BACKOFF: 1 s doubling to 30 s). */
@@ -62,6 +67,7 @@ export class BackgroundLoop {
 
   private async run(): Promise<void> {
     while (!this.stopping) {
+      if (this.o.beforePass) await this.o.beforePass();
       this.woken = false;
       let wait: number;
       try {

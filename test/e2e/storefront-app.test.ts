@@ -144,7 +144,7 @@ describeWithChromium('the storefront pixel, through the app, to the email servic
     expect(await s.app.db.pixelVisitor.count({ where: { shopId, clientId } })).toBe(0);
 
     clock.advance(24 * 3_600_000 + 60_000);
-    await s.app.sweepPixels();
+    await s.app.sweepStorefront();
     expect(await s.app.db.pixelEvent.count({ where: { shopId, clientId } })).toBe(0);
     expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(0);
     await new Promise((r) => setTimeout(r, 500));

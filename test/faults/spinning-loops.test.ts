@@ -13,8 +13,8 @@ import { createLogger } from '../../src/observability/logger';
 import { Metrics } from '../../src/observability/metrics';
 import { ShopQueue } from '../../src/outbox/due';
 import { OutboxRepository } from '../../src/outbox/repository';
-import { createPixelSweeper } from '../../src/processing/storefront/sweeper';
-import { PixelStore } from '../../src/processing/storefront/store';
+import { createStorefrontSweeper } from '../../src/processing/storefront/sweeper';
+import { StorefrontStore } from '../../src/processing/storefront/store';
 import { sampleOrder } from '../../sandbox/samples';
 import type { Db } from '../../src/db/client';
 import { testProvider } from '../helpers/db';
@@ -121,7 +121,7 @@ describe(`background loops back off after a failure (${testProvider})`, () => {
 
   it('the pixel stage that throws rejects each batch after a bounded number of tries', async () => {
     const key = await activatePixel(s);
-    const shops = jest.spyOn(PixelStore.prototype, 'shops').mockImplementation(injected);
+    const shops = jest.spyOn(StorefrontStore.prototype, 'shops').mockImplementation(injected);
     for (let i = 0; i < 5; i++) expect(await sendBatch(s, batch(key, `client-${i}`, [ev.view(MUG)]))).toBe(204);
     const health = await probeHealth(s, 7.5 * B);
     await s.settle(15_000);
@@ -156,7 +156,13 @@ describe(`background loops back off after a failure (${testProvider})`, () => {
       pixelEvent: { findFirst: () => (calls.push(Date.now()), injected()) },
       pixelVisitor: { findFirst: injected },
     } as unknown as Db;
-    const sweeper = createPixelSweeper({ db, logger: createLogger('silent'), metrics: new Metrics(), now: () => new Date(), everyMs: 200 });
+    const sweeper = createStorefrontSweeper({
+      db,
+      logger: createLogger('silent'),
+      metrics: new Metrics(),
+      now: () => new Date(),
+      everyMs: 200,
+    });
     sweeper.start();
     await new Promise((r) => setTimeout(r, 1_100));
     sweeper.stop();

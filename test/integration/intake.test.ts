@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { Prisma } from '@prisma/client';
 import { rawOf } from '../../src/db/client';
 import { createIntake } from '../../src/intake/intake';
+import { ForwardStore } from '../../src/processing/forward/forward-store';
+import { ReceiptPartitions } from '../../src/processing/partitions';
 import { ReceiptProcessor, type ProcessorDeps } from '../../src/processing/processor';
 import { insertBucket as pgInsertBucket } from '../../src/db/postgres/receipts';
 import { PARTITIONS, partitionOf, type NewReceipt } from '../../src/intake/receipt-store';
@@ -308,13 +310,12 @@ describe(`stage 2: a batch's commit on PostgreSQL (${testProvider})`, () => {
     'does not wait for the WAL flush (a lost batch is redone from its receipts), and leaves every connection committing durably',
     async () => {
       const ws = await s.connectShop('lazy.myshopify.com');
-      const store = (s.app.processor as unknown as { deps: ProcessorDeps }).deps.forwardStore;
-      const write = store.write.bind(store);
+      const write = ForwardStore.prototype.write;
       const seen: string[] = [];
-      const spy = jest.spyOn(store, 'write').mockImplementation(async (tx, plan, now) => {
+      const spy = jest.spyOn(ForwardStore.prototype, 'write').mockImplementation(async function (this: ForwardStore, tx, plan, now) {
         const [row] = await tx.$queryRaw<Array<{ synchronous_commit: string }>>(Prisma.sql`SHOW synchronous_commit`);
         seen.push(row!.synchronous_commit);
-        return write(tx, plan, now);
+        return write.call(this, tx, plan, now);
       });
       try {
         await s.webhook('orders/create', sampleOrder(90), { domain: 'lazy.myshopify.com', webhookId: 'lazy-1' });
@@ -486,7 +487,14 @@ describe(`stage 2: a batch spans the partitions a process leased (${testProvider
       const raw = rawOf(s.app.db);
       if (raw.provider !== 'postgres') throw new Error('postgres only');
       const other = await raw.pool.connect();
-      const lease = (s.app.processor as unknown as { lease(): Promise<number[]> }).lease.bind(s.app.processor);
+      // the processor's own lease statement, under its id
+      const partitions = new ReceiptPartitions({
+        db: s.app.db,
+        provider: 'postgres',
+        owner: s.app.processor.processorId,
+        now: () => new Date(),
+      });
+      const lease = () => partitions.lease();
       let committed = false;
       try {
         await other.query('BEGIN');

@@ -351,7 +351,7 @@ describe(`storefront events while Shopify is slow (${testProvider})`, () => {
       await retry(12 * HOUR);
       expect(await waiting(shopId)).toBe(2);
       clock.advance(13 * HOUR);
-      expect(await s.app.sweepPixels()).toMatchObject({ events: 2 });
+      expect(await s.app.sweepStorefront()).toMatchObject({ events: 2 });
     } finally {
       end();
     }

@@ -109,7 +109,7 @@ describe(`storefront trust (${testProvider})`, () => {
 
     // PIXEL_CLAIM_MINUTES (30) later: the claims go, counted; the events wait out their own window
     clock.advance(31 * MIN);
-    expect(await s.app.sweepPixels()).toMatchObject({ claims: 2 });
+    expect(await s.app.sweepStorefront()).toMatchObject({ pendingIdentities: 2 });
     expect(await s.app.db.pixelClaim.count({ where: { shopId } })).toBe(0);
     expect((await s.api('GET', '/api/pixel', undefined, domain)).body.activity).toMatchObject({
       claims_pending: 0,
@@ -117,7 +117,7 @@ describe(`storefront trust (${testProvider})`, () => {
       claims_vouched: 0,
     });
     clock.advance(24 * HOUR);
-    await s.app.sweepPixels();
+    await s.app.sweepStorefront();
     expect(await s.app.db.pixelEvent.count({ where: { shopId } })).toBe(0);
     // Shopify naming the email now changes nothing: there is nothing left to send
     await customerWebhook(domain, victim);

@@ -2,9 +2,9 @@
 // type-checking, so this takes milliseconds). The folders are layers along the data's way
 // (docs/architecture.md): an import may only go down, never back up nor sideways into another
 // folder of the same layer; there is no import cycle anywhere in src; only the composition root
-// and the entry points read the configuration; the mappers are pure; the delivery loop
-// (src/outbox/delivery) reaches the database only through its shop context; and SQL that differs
-// by database lives under src/db alone.
+// and the entry points read the configuration; the mappers are pure; a background loop writes
+// no table itself, and the delivery loop (src/outbox/delivery) reaches the database only through
+// its shop context; and SQL that differs by database lives under src/db alone.
 import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
@@ -108,6 +108,13 @@ function deliveryReachingDb(files: string[], edges: (f: string) => string[] = im
     );
 }
 
+/**
+ * Whether source text reaches the database itself: raw SQL, a transaction, or a Prisma model call
+ * on a `db` (the stores and use cases a loop is given do this; the loop does not).
+ */
+const DATABASE_CALL =
+  /\$executeRaw|\$queryRaw|\$transaction|Prisma\.sql|driverTransaction\(|\bdb\.[a-z]\w*\.(find|create|update|upsert|delete|count|groupBy|aggregate)\w*\(/;
+
 describe('architecture', () => {
   it('the checker reads imports, type-only ones included, and finds cycles and wrong-way imports', () => {
     expect(importsOf('backfill/runner.ts')).toEqual(expect.arrayContaining(['backfill/job.ts', 'backfill/deps.ts']));
@@ -154,6 +161,23 @@ describe('architecture', () => {
     const files = allTsFiles();
     expect(files).toEqual(expect.arrayContaining(['outbox/delivery/worker.ts', ...DELIVERY_DB_READERS]));
     expect(deliveryReachingDb(files)).toEqual([]);
+  });
+
+  it('a background loop writes no table: it reaches the database only through the stores and use cases it is given', () => {
+    expect(DATABASE_CALL.test('await this.deps.db.receiptLease.updateMany({ where })')).toBe(true);
+    expect(DATABASE_CALL.test('await tx.$executeRaw(Prisma.sql`UPDATE "ReceiptLease"`)')).toBe(true);
+    expect(DATABASE_CALL.test('await this.partitions.giveUp(turn.partitions); this.jobs.delete(id);')).toBe(false);
+    const loops = allTsFiles().filter((f) => importsOf(f).includes('lib/background-loop.ts'));
+    expect(loops).toEqual(
+      expect.arrayContaining([
+        'processing/processor.ts',
+        'processing/product-alerts/runner.ts',
+        'backfill/runner.ts',
+        'outbox/delivery/worker.ts',
+      ]),
+    );
+    const offenders = loops.filter((f) => DATABASE_CALL.test(fs.readFileSync(path.join(SRC, f), 'utf8')));
+    expect(offenders).toEqual([]);
   });
 
   it('the mappers are pure: they import only each other and the settings', () => {

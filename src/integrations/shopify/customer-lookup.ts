@@ -122,7 +122,7 @@ export function createCustomerLookup(deps: CustomerLookupDeps): CustomerLookup {
               : 'failed';
         logger.warn(
           { shop: shop.domain, outcome, failure: outcome === 'failed' ? describeShopifyError(err) : (err as Error).message },
-          'customer lookup unanswered; the storefront claims stay pending',
+          'customer lookup unanswered; the storefront identities stay pending',
         );
         return { ...result, outcome };
       } finally {

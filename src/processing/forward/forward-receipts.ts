@@ -2,8 +2,8 @@
 // State is read once per batch (ForwardStore), then each receipt is mapped in order against
 // that state as the earlier receipts of the batch left it: a customers/update sees the profile
 // an earlier one in the batch merged, a checkout sees an order that came before it, an order
-// cancels an abandonment that came before it. Nothing is written here; the processor applies
-// the plan and marks the receipts in one transaction.
+// cancels an abandonment that came before it. Nothing is written here; the unit's commit
+// (processing/commit.ts) applies the plan and marks the receipts in one transaction.
 import { lookupKeys, mapWebhook, type MapOutput, type NewMessage, type StoredFulfillment, type StoredOrder } from '../../mapping';
 import { lineItemIds, type ProductLookup } from '../../mapping/items';
 import { obj } from '../../mapping/read';
@@ -13,27 +13,10 @@ import { storedProfile, type CustomerProfile } from '../../mapping/profile';
 import { emptyPlan, keyOf, type ExistingMessage, type ForwardStore, type ShopRow, type WritePlan } from './forward-store';
 import { CustomerUpdates } from './customer-updates';
 import { LoopBudget } from '../loop-budget';
+import type { DriverPlan } from '../plan';
+import type { ParsedReceipt } from '../unit';
 import type { ReceiptOutcome } from '../../intake/receipt-store';
 import { toRow } from '../../outbox/store-messages';
-
-export interface ParsedReceipt {
-  id: number;
-  webhookId: string;
-  shopDomain: string;
-  topic: string;
-  receivedAt: Date;
-  /** X-Shopify-Triggered-At, when the webhook carried it. */
-  triggeredAt?: Date | null;
-  payload: unknown;
-}
-
-export interface ForwardResult {
-  outcomes: ReceiptOutcome[];
-  plan: WritePlan;
-  due: DueEntry[];
-  /** Shops that got messages to send. */
-  shops: Set<string>;
-}
 
 /**
  * Looks up the product images and links of a shop's line items (bounded in time; never throws).
@@ -79,7 +62,7 @@ interface ShopBatch {
 export function createForwardReceipts(deps: ForwardDeps) {
   const { store } = deps;
 
-  return async function forwardReceipts(items: ParsedReceipt[]): Promise<ForwardResult> {
+  return async function forwardReceipts(items: ParsedReceipt[]): Promise<DriverPlan> {
     const shops = await store.shops([...new Set(items.map((i) => i.shopDomain))]);
     const keyed = items.map((r) => ({ r, keys: lookupKeys(r.topic, r.payload), shop: shops.get(r.shopDomain) }));
     const need = { profiles: new Set<string>(), orders: new Set<string>(), fulfillments: new Set<string>() };
@@ -197,7 +180,7 @@ export function createForwardReceipts(deps: ForwardDeps) {
     updates.settle(plan, changedProfiles);
     for (const k of changed.orders) plan.orders.push({ shopId: k.split('\u0000')[0]!, order: orders.get(k)! });
     for (const k of changed.fulfillments) plan.fulfillments.push({ shopId: k.split('\u0000')[0]!, state: fulfillments.get(k)! });
-    return { outcomes, plan, due, shops: new Set(due.map((d) => d.shopId)) };
+    return { outcomes, due, write: (tx, now) => store.write(tx, plan, now) };
 
     /** One lookup per shop for all the line items of the batch, the shops side by side. */
     async function lookupProducts(all: typeof keyed): Promise<Map<string, ProductLookup>> {

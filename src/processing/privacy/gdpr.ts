@@ -1,27 +1,26 @@
 // The compliance and lifecycle topics, run by stage 2 in arrival order with the shop's other
-// receipts: app/uninstalled, shop/redact, customers/redact and customers/data_request. Each runs
-// in one transaction with the marking of its receipt; a redaction then has the disk compacted
-// (db/erasure.ts), so what it erased is not left readable in the database files.
+// receipts: app/uninstalled, shop/redact, customers/redact and customers/data_request. Each is a
+// unit alone, and its plan reads and writes in the unit's transaction, with the marking of its
+// receipt (processing/commit.ts); a redaction then has the disk compacted (db/erasure.ts), so
+// what it erased is not left readable in the database files.
 import type { Prisma } from '@prisma/client';
-import type { Db, DbProvider } from '../../db/client';
 import type { Erasure } from '../../db/erasure';
 import type { ReceiptOutcome, ReceiptStore } from '../../intake/receipt-store';
 import { describeValue, isEmailAddress } from '../../mapping/email';
 import { id, obj } from '../../mapping/read';
 import type { Logger } from '../../observability/logger';
 import { eraseSubscriptions, exportSubscriptions } from '../../notify-me/subscriptions';
-import { lowerDue, type DueEntry } from '../../outbox/due';
+import type { DueEntry } from '../../outbox/due';
 import type { EmailKeys } from '../storefront/email-keys';
-import { erasePixelData, exportPixelData, visitorsOf } from '../storefront/gdpr';
-import type { ParsedReceipt } from '../forward/forward-receipts';
+import { eraseStorefrontData, exportStorefrontData, visitorsOf } from '../storefront/gdpr';
+import type { PrismaPlan } from '../plan';
+import type { ParsedReceipt } from '../unit';
 import { parseProfile, profileEmails, type CustomerProfile } from '../../mapping/profile';
 import { customerRef, payloadConcerns, readJson, receiptConcerns, textNamesEmail, withEmails, type CustomerRef } from './gdpr-match';
 
 type Tx = Prisma.TransactionClient;
 
 export interface GdprDeps {
-  db: Db;
-  provider: DbProvider;
   logger: Logger;
   receipts: ReceiptStore;
   erasure: Erasure;
@@ -30,11 +29,6 @@ export interface GdprDeps {
   onUninstalled?: (shopId: string) => Promise<void>;
   /** The keys the storefront holds emails by (src/processing/storefront/email-keys.ts). */
   emailKeys: EmailKeys;
-}
-
-export interface GdprResult {
-  outcome: ReceiptOutcome;
-  due: DueEntry[];
 }
 
 /**
@@ -46,7 +40,7 @@ const NEVER_ERASED_TOPICS = new Set(['app/uninstalled', 'shop/redact', 'customer
 /**
  * Every outbox row that holds something of this customer, by exact column values: each message
  * stores the address it is sent to (trimmed, lower-cased) in `email`, and its body holds no other
- * (mapping/build.ts, pixel/stage.ts, the contact delete below).
+ * (mapping/build.ts, storefront/shopper-events.ts, the contact delete below).
  */
 function customerMessages(shopId: string, ref: CustomerRef): Prisma.OutboxMessageWhereInput {
   const or: Prisma.OutboxMessageWhereInput[] = [];
@@ -106,7 +100,7 @@ async function withKnownEmails(tx: Tx, shopId: string, ref: CustomerRef): Promis
 export type GdprUseCases = ReturnType<typeof createGdpr>;
 
 export function createGdpr(deps: GdprDeps) {
-  const { db, logger, receipts } = deps;
+  const { logger, receipts } = deps;
   const now = deps.now ?? (() => new Date());
   const accepted = (r: ParsedReceipt, customerId: string | null = null): ReceiptOutcome => ({
     id: r.id,
@@ -117,42 +111,54 @@ export function createGdpr(deps: GdprDeps) {
   });
 
   /** Sessions go at once (the token is revoked); merchant data stays until shop/redact. */
-  async function uninstalled(r: ParsedReceipt): Promise<GdprResult> {
-    const outcome = accepted(r);
-    const shopId = await db.$transaction(async (tx) => {
-      await tx.session.deleteMany({ where: { shop: r.shopDomain } });
-      const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain } });
-      if (shop) {
-        await tx.shop.update({ where: { id: shop.id }, data: { uninstalledAt: now(), tokenStatus: 'revoked', tokenError: null } });
-        await tx.outboxMessage.updateMany({
-          where: { shopId: shop.id, status: 'queued' },
-          data: { status: 'held', heldReason: 'uninstalled' },
-        });
-      }
-      await receipts.markProcessed(tx, [outcome], now());
-      return shop?.id ?? null;
-    });
-    if (shopId) await deps.onUninstalled?.(shopId);
-    logger.info({ shop: r.shopDomain }, 'app uninstalled: sessions deleted, deliveries held');
-    return { outcome, due: [] };
+  function uninstalled(r: ParsedReceipt): PrismaPlan {
+    let shopId: string | null = null;
+    return {
+      transaction: 'prisma',
+      outcomes: [accepted(r)],
+      due: [],
+      async write(tx) {
+        await tx.session.deleteMany({ where: { shop: r.shopDomain } });
+        const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain } });
+        if (shop) {
+          await tx.shop.update({ where: { id: shop.id }, data: { uninstalledAt: now(), tokenStatus: 'revoked', tokenError: null } });
+          await tx.outboxMessage.updateMany({
+            where: { shopId: shop.id, status: 'queued' },
+            data: { status: 'held', heldReason: 'uninstalled' },
+          });
+        }
+        shopId = shop?.id ?? null;
+      },
+      async committed() {
+        if (shopId) await deps.onUninstalled?.(shopId);
+        logger.info({ shop: r.shopDomain }, 'app uninstalled: sessions deleted, deliveries held');
+      },
+    };
   }
 
   /** Erases everything about the shop, its receipts included (this one too): no row for it remains. */
-  async function shopRedact(r: ParsedReceipt): Promise<GdprResult> {
-    await db.$transaction(async (tx) => {
-      const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain }, include: { connection: true } });
-      await tx.session.deleteMany({ where: { shop: r.shopDomain } });
-      await tx.webhookReceipt.deleteMany({ where: { shopDomain: r.shopDomain } });
-      if (!shop) return;
-      await tx.shop.delete({ where: { id: shop.id } }); // cascades to every shop-owned table
-      const ws = shop.connection?.workspaceId;
-      if (ws && (await tx.connection.count({ where: { workspaceId: ws } })) === 0) {
-        await tx.workspacePacer.deleteMany({ where: { workspaceId: ws } });
-      }
-    });
-    await deps.erasure.afterRedaction();
-    logger.info({ shop: r.shopDomain }, 'shop/redact: every record of the shop erased');
-    return { outcome: { ...accepted(r), outcome: 'erased' }, due: [] };
+  function shopRedact(r: ParsedReceipt): PrismaPlan {
+    return {
+      transaction: 'prisma',
+      outcomes: [],
+      erased: [{ ...accepted(r), outcome: 'erased' }],
+      due: [],
+      async write(tx) {
+        const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain }, include: { connection: true } });
+        await tx.session.deleteMany({ where: { shop: r.shopDomain } });
+        await tx.webhookReceipt.deleteMany({ where: { shopDomain: r.shopDomain } });
+        if (!shop) return;
+        await tx.shop.delete({ where: { id: shop.id } }); // cascades to every shop-owned table
+        const ws = shop.connection?.workspaceId;
+        if (ws && (await tx.connection.count({ where: { workspaceId: ws } })) === 0) {
+          await tx.workspacePacer.deleteMany({ where: { workspaceId: ws } });
+        }
+      },
+      async committed() {
+        await deps.erasure.afterRedaction();
+        logger.info({ shop: r.shopDomain }, 'shop/redact: every record of the shop erased');
+      },
+    };
   }
 
   /**
@@ -196,133 +202,143 @@ export function createGdpr(deps: GdprDeps) {
     return (await tx.dataExport.deleteMany({ where: { id: { in: hits } } })).count;
   }
 
-  async function customersRedact(r: ParsedReceipt): Promise<GdprResult> {
+  function customersRedact(r: ParsedReceipt): PrismaPlan {
     const named = customerRef(r.payload, 'orders_to_redact');
     const outcome = accepted(r);
     const due: DueEntry[] = [];
     let contactDelete: 'queued' | 'held' | 'invalid_email' | 'none' = 'none';
-    await db.$transaction(async (tx) => {
-      if (named.id)
-        await tx.webhookReceipt.updateMany({ where: { shopDomain: r.shopDomain, customerId: named.id }, data: { customerId: null } });
-      const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain }, include: { connection: true } });
-      const ref = shop ? (await withKnownEmails(tx, shop.id, named)).ref : named;
-      const devices = shop ? (await Promise.all(ref.emails.map((e) => visitorsOf(tx, shop.id, e, deps.emailKeys)))).flat() : [];
-      await erasePendingReceipts(tx, r.shopDomain, ref, new Set(devices), r.id);
-      if (shop) {
-        await tx.outboxMessage.deleteMany({ where: customerMessages(shop.id, ref) }); // attempts cascade
-        const state = customerState(shop.id, ref);
-        await tx.orderSummary.deleteMany({ where: state.orders });
-        await tx.fulfillmentState.deleteMany({ where: state.fulfillments });
-        await tx.customerProfile.deleteMany({ where: customerProfiles(shop.id, ref) });
-        await eraseExports(tx, shop.id, ref);
-        // back-in-stock subscriptions (the storefront's notify-me form), by every address and by customer id
-        await eraseSubscriptions(tx, shop.id, { emails: ref.emails, customerId: ref.id });
-        for (const email of ref.emails) {
-          await erasePixelData(tx, shop.id, email, devices, deps.emailKeys); // storefront visitors, claims and trust of the email, and their devices' waiting events
-          // a service error naming the address; cleared only if no newer error replaced it meanwhile
-          const lastError = shop.connection?.lastError ?? null;
-          if (lastError !== null && textNamesEmail(lastError, email)) {
-            await tx.connection.updateMany({ where: { shopId: shop.id, lastError }, data: { lastError: null } });
+    return {
+      transaction: 'prisma',
+      outcomes: [outcome],
+      due,
+      async write(tx) {
+        if (named.id)
+          await tx.webhookReceipt.updateMany({ where: { shopDomain: r.shopDomain, customerId: named.id }, data: { customerId: null } });
+        const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain }, include: { connection: true } });
+        const ref = shop ? (await withKnownEmails(tx, shop.id, named)).ref : named;
+        const devices = shop ? (await Promise.all(ref.emails.map((e) => visitorsOf(tx, shop.id, e, deps.emailKeys)))).flat() : [];
+        await erasePendingReceipts(tx, r.shopDomain, ref, new Set(devices), r.id);
+        if (shop) {
+          await tx.outboxMessage.deleteMany({ where: customerMessages(shop.id, ref) }); // attempts cascade
+          const state = customerState(shop.id, ref);
+          await tx.orderSummary.deleteMany({ where: state.orders });
+          await tx.fulfillmentState.deleteMany({ where: state.fulfillments });
+          await tx.customerProfile.deleteMany({ where: customerProfiles(shop.id, ref) });
+          await eraseExports(tx, shop.id, ref);
+          // back-in-stock subscriptions (the storefront's notify-me form), by every address and by customer id
+          await eraseSubscriptions(tx, shop.id, { emails: ref.emails, customerId: ref.id });
+          for (const email of ref.emails) {
+            await eraseStorefrontData(tx, shop.id, email, devices, deps.emailKeys); // storefront visitors, pending identities and trust of the email, and their devices' waiting events
+            // a service error naming the address; cleared only if no newer error replaced it meanwhile
+            const lastError = shop.connection?.lastError ?? null;
+            if (lastError !== null && textNamesEmail(lastError, email)) {
+              await tx.connection.updateMany({ where: { shopId: shop.id, lastError }, data: { lastError: null } });
+            }
+          }
+          // the contact deletes at the service, one per address the customer had; each holds its
+          // address only until it is sent
+          if (shop.connection) {
+            const deliverable = shop.connection.status === 'connected' && !shop.uninstalledAt;
+            const at = now();
+            const valid = ref.emails.filter(isEmailAddress);
+            if (ref.email !== null && !isEmailAddress(ref.email)) contactDelete = 'invalid_email';
+            for (const [i, email] of valid.entries()) {
+              await tx.outboxMessage.create({
+                data: {
+                  shopId: shop.id,
+                  // the first keeps the id a single delete has always had
+                  sourceId: i === 0 ? `redact:${r.webhookId}` : `redact:${r.webhookId}:${i}`,
+                  kind: 'contact_delete',
+                  topic: r.topic,
+                  eventName: 'contact_delete',
+                  email,
+                  customerId: null,
+                  body: '{}',
+                  status: deliverable ? 'queued' : 'held',
+                  heldReason: deliverable ? null : shop.uninstalledAt ? 'uninstalled' : 'invalid_key',
+                  runAt: at,
+                  dueAt: at,
+                },
+              });
+            }
+            if (valid.length && contactDelete !== 'invalid_email') contactDelete = deliverable ? 'queued' : 'held';
+            if (valid.length && deliverable) due.push({ shopId: shop.id, runAt: at });
           }
         }
-        // the contact deletes at the service, one per address the customer had; each holds its
-        // address only until it is sent
-        if (shop.connection) {
-          const deliverable = shop.connection.status === 'connected' && !shop.uninstalledAt;
-          const at = now();
-          const valid = ref.emails.filter(isEmailAddress);
-          if (ref.email !== null && !isEmailAddress(ref.email)) contactDelete = 'invalid_email';
-          for (const [i, email] of valid.entries()) {
-            await tx.outboxMessage.create({
-              data: {
-                shopId: shop.id,
-                // the first keeps the id a single delete has always had
-                sourceId: i === 0 ? `redact:${r.webhookId}` : `redact:${r.webhookId}:${i}`,
-                kind: 'contact_delete',
-                topic: r.topic,
-                eventName: 'contact_delete',
-                email,
-                customerId: null,
-                body: '{}',
-                status: deliverable ? 'queued' : 'held',
-                heldReason: deliverable ? null : shop.uninstalledAt ? 'uninstalled' : 'invalid_key',
-                runAt: at,
-                dueAt: at,
-              },
-            });
-          }
-          if (valid.length && contactDelete !== 'invalid_email') contactDelete = deliverable ? 'queued' : 'held';
-          if (valid.length && deliverable) due.push({ shopId: shop.id, runAt: at });
+        if (contactDelete === 'invalid_email') {
+          outcome.reason = `the customer's email ${describeValue(named.email!)} is not a valid address: no contact delete was sent for it (the service would refuse it); our copies were erased`;
         }
-        await lowerDue(tx, deps.provider, due);
-      }
-      if (contactDelete === 'invalid_email') {
-        outcome.reason = `the customer's email ${describeValue(named.email!)} is not a valid address: no contact delete was sent for it (the service would refuse it); our copies were erased`;
-      }
-      await receipts.markProcessed(tx, [outcome], now());
-    });
-    await deps.erasure.afterRedaction();
-    logger.info({ shop: r.shopDomain, contactDelete }, 'customers/redact: local records erased');
-    return { outcome, due };
+      },
+      async committed() {
+        await deps.erasure.afterRedaction();
+        logger.info({ shop: r.shopDomain, contactDelete }, 'customers/redact: local records erased');
+      },
+    };
   }
 
-  async function dataRequest(r: ParsedReceipt): Promise<GdprResult> {
+  function dataRequest(r: ParsedReceipt): PrismaPlan {
     const named = customerRef(r.payload, 'orders_requested');
     const requestId = id(obj(obj(r.payload)?.data_request)?.id) ?? r.webhookId;
     const outcome = accepted(r);
-    const exportId = await db.$transaction(async (tx) => {
-      const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain } });
-      if (!shop) {
-        Object.assign(outcome, { outcome: 'ignored', reason: 'unknown shop' });
-        await receipts.markProcessed(tx, [outcome], now());
-        return null;
-      }
-      const { ref, profiles } = await withKnownEmails(tx, shop.id, named);
-      const messages = await tx.outboxMessage.findMany({ where: customerMessages(shop.id, ref), orderBy: { id: 'asc' }, take: 10_000 });
-      const state = customerState(shop.id, ref);
-      const [orders, fulfillments] = await Promise.all([
-        tx.orderSummary.findMany({ where: state.orders, take: 10_000 }),
-        tx.fulfillmentState.findMany({ where: state.fulfillments, take: 10_000 }),
-      ]);
-      const content = {
-        request_id: requestId,
-        shop_domain: shop.domain,
-        customer: { id: ref.id, email: ref.email, known_emails: ref.emails },
-        generated_at: now().toISOString(),
-        summary:
-          'Events this app forwarded (or will forward) to the email service about this customer, and the order and shipping details it keeps to build them. The email service holds the contact itself.',
-        events: messages.map((m) => ({
-          event_name: m.eventName,
-          topic: m.topic,
-          status: m.status,
-          created_at: m.createdAt.toISOString(),
-          delivered_at: m.deliveredAt?.toISOString() ?? null,
-          sent: JSON.parse(m.body) as unknown,
-        })),
-        orders: orders.map((o) => JSON.parse(o.summary) as unknown),
-        shipments: fulfillments.map((f) => JSON.parse(f.state) as unknown),
-        profile: profiles.map(exportedProfile),
-        storefront: await exportPixelData(tx, shop.id, ref.emails, deps.emailKeys),
-        back_in_stock: await exportSubscriptions(tx, shop.id, { emails: ref.emails, customerId: ref.id }),
-      };
-      const row = await tx.dataExport.upsert({
-        where: { shopId_requestId: { shopId: shop.id, requestId } },
-        create: { shopId: shop.id, requestId, customerId: ref.id, content: JSON.stringify(content) },
-        update: { content: JSON.stringify(content) },
-      });
-      await receipts.markProcessed(tx, [outcome], now());
-      return row.id;
-    });
-    if (exportId !== null)
-      logger.info(
-        { shop: r.shopDomain, requestId, exportId, location: `/api/data-requests/${exportId}` },
-        'customers/data_request answered: export ready',
-      );
-    return { outcome, due: [] };
+    let exportId: number | null = null;
+    return {
+      transaction: 'prisma',
+      outcomes: [outcome],
+      due: [],
+      async write(tx) {
+        const shop = await tx.shop.findUnique({ where: { domain: r.shopDomain } });
+        if (!shop) {
+          Object.assign(outcome, { outcome: 'ignored', reason: 'unknown shop' });
+          return;
+        }
+        const { ref, profiles } = await withKnownEmails(tx, shop.id, named);
+        const messages = await tx.outboxMessage.findMany({ where: customerMessages(shop.id, ref), orderBy: { id: 'asc' }, take: 10_000 });
+        const state = customerState(shop.id, ref);
+        const [orders, fulfillments] = await Promise.all([
+          tx.orderSummary.findMany({ where: state.orders, take: 10_000 }),
+          tx.fulfillmentState.findMany({ where: state.fulfillments, take: 10_000 }),
+        ]);
+        const content = {
+          request_id: requestId,
+          shop_domain: shop.domain,
+          customer: { id: ref.id, email: ref.email, known_emails: ref.emails },
+          generated_at: now().toISOString(),
+          summary:
+            'Events this app forwarded (or will forward) to the email service about this customer, and the order and shipping details it keeps to build them. The email service holds the contact itself.',
+          events: messages.map((m) => ({
+            event_name: m.eventName,
+            topic: m.topic,
+            status: m.status,
+            created_at: m.createdAt.toISOString(),
+            delivered_at: m.deliveredAt?.toISOString() ?? null,
+            sent: JSON.parse(m.body) as unknown,
+          })),
+          orders: orders.map((o) => JSON.parse(o.summary) as unknown),
+          shipments: fulfillments.map((f) => JSON.parse(f.state) as unknown),
+          profile: profiles.map(exportedProfile),
+          storefront: await exportStorefrontData(tx, shop.id, ref.emails, deps.emailKeys),
+          back_in_stock: await exportSubscriptions(tx, shop.id, { emails: ref.emails, customerId: ref.id }),
+        };
+        const row = await tx.dataExport.upsert({
+          where: { shopId_requestId: { shopId: shop.id, requestId } },
+          create: { shopId: shop.id, requestId, customerId: ref.id, content: JSON.stringify(content) },
+          update: { content: JSON.stringify(content) },
+        });
+        exportId = row.id;
+      },
+      async committed() {
+        if (exportId !== null)
+          logger.info(
+            { shop: r.shopDomain, requestId, exportId, location: `/api/data-requests/${exportId}` },
+            'customers/data_request answered: export ready',
+          );
+      },
+    };
   }
 
   return {
-    handle(r: ParsedReceipt): Promise<GdprResult> {
+    /** The receipt's plan: nothing is read or written until the unit's transaction runs its write. */
+    async handle(r: ParsedReceipt): Promise<PrismaPlan> {
       switch (r.topic) {
         case 'app/uninstalled':
           return uninstalled(r);

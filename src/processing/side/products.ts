@@ -6,7 +6,7 @@
 import type { Db } from '../../db/client';
 import type { ProductCatalog } from '../../integrations/shopify/products';
 import { parseStoredSettings } from '../../settings/settings';
-import type { SideHandler } from '../processor';
+import { outcomePlan, type SideHandler } from '../plan';
 import type { NewSignal, SignalStore } from '../product-alerts/signals';
 
 export interface ProductSideDeps {
@@ -31,7 +31,7 @@ export function productSideHandlers(deps: ProductSideDeps): Record<CatalogTopic,
   return {
     'products/update': async (r) => {
       const shop = await shopOf(r.shopDomain);
-      if (!shop) return { outcome: 'ignored', reason: 'unknown shop' };
+      if (!shop) return outcomePlan([r], 'ignored', 'unknown shop');
       const { outcome, prices } = await deps.products.onProductUpdate(shop.id, r.payload);
       const settings = parseStoredSettings(shop.settings?.data);
       const floor = 1 - settings.price_drop_threshold_percent / 100;
@@ -52,31 +52,29 @@ export function productSideHandlers(deps: ProductSideDeps): Record<CatalogTopic,
               })),
             )
           : 0;
-      return { outcome: 'accepted', reason: n ? `${outcome}; ${n} price drop(s) to announce` : outcome };
+      return outcomePlan([r], 'accepted', n ? `${outcome}; ${n} price drop(s) to announce` : outcome);
     },
     'products/delete': async (r) => {
       const shop = await shopOf(r.shopDomain);
-      if (!shop) return { outcome: 'ignored', reason: 'unknown shop' };
-      return {
-        outcome: 'accepted',
-        reason: (await deps.products.onProductDelete(shop.id, r.payload)) ? 'cached product removed' : 'product was not cached',
-      };
+      if (!shop) return outcomePlan([r], 'ignored', 'unknown shop');
+      const removed = await deps.products.onProductDelete(shop.id, r.payload);
+      return outcomePlan([r], 'accepted', removed ? 'cached product removed' : 'product was not cached');
     },
     'variants/in_stock': async (r) => {
       const shop = await shopOf(r.shopDomain);
-      if (!shop) return { outcome: 'ignored', reason: 'unknown shop' };
+      if (!shop) return outcomePlan([r], 'ignored', 'unknown shop');
       const stock = await deps.products.onStockChange(shop.id, r.payload, true);
-      if (!stock) return { outcome: 'ignored', reason: 'the payload names no variant' };
+      if (!stock) return outcomePlan([r], 'ignored', 'the payload names no variant');
       if (!parseStoredSettings(shop.settings?.data).events.back_in_stock)
-        return { outcome: 'accepted', reason: 'back in stock noted; back_in_stock is turned off' };
+        return outcomePlan([r], 'accepted', 'back in stock noted; back_in_stock is turned off');
       await record([{ shopId: shop.id, kind: 'restock', sourceId: `restock:${r.webhookId}`, ...stock, runAt: r.receivedAt }]);
-      return { outcome: 'accepted', reason: 'back in stock: its subscribers and shoppers are told' };
+      return outcomePlan([r], 'accepted', 'back in stock: its subscribers and shoppers are told');
     },
     'variants/out_of_stock': async (r) => {
       const shop = await shopOf(r.shopDomain);
-      if (!shop) return { outcome: 'ignored', reason: 'unknown shop' };
+      if (!shop) return outcomePlan([r], 'ignored', 'unknown shop');
       const stock = await deps.products.onStockChange(shop.id, r.payload, false);
-      return stock ? { outcome: 'accepted', reason: 'sold out noted' } : { outcome: 'ignored', reason: 'the payload names no variant' };
+      return stock ? outcomePlan([r], 'accepted', 'sold out noted') : outcomePlan([r], 'ignored', 'the payload names no variant');
     },
   };
 }

@@ -1,4 +1,5 @@
-// Keys that stand for a shopper's email in the storefront's trust state (PixelShopper, PixelClaim),
+// Keys that stand for a shopper's email in the storefront's trust state (PixelShopper, and the
+// pending identities' PixelClaim),
 // so those tables hold no address: HMAC-SHA256 of the shop id and the normalised email, with a key
 // derived from ENCRYPTION_KEY (HKDF). Without that secret a database copy cannot be checked
 // against a list of candidate addresses; with the shop id in the message, one email has unrelated

@@ -1,10 +1,11 @@
 // The storefront's part of customers/redact and customers/data_request, run inside their
-// transactions (src/processing/privacy/gdpr.ts), matching the email exactly: the client ids tied to it
-// (PixelVisitor.email) and any events of those client ids still waiting; the claims to it and the
-// events their client ids keep waiting; and its trust row (vouched or unknown, with its daily
-// counts). Claims and trust rows hold the email only as its keys (email-keys.ts): every key it may
-// have been written with is looked for. Outbox messages (viewed_product, the abandonments) carry
-// the email and go with the customer's other messages. shop/redact: the Shop cascade.
+// transactions (src/processing/privacy/gdpr.ts), matching the email exactly: the client ids tied
+// to it (PixelVisitor.email) and any events of those client ids still waiting; the pending
+// identities that gave it and the events their client ids keep waiting; and its trust row
+// (vouched or unknown, with its daily counts). Pending identities and trust rows hold the email
+// only as its keys (email-keys.ts): every key it may have been written with is looked for. Outbox
+// messages (viewed_product, the abandonments) carry the email and go with the customer's other
+// messages. shop/redact: the Shop cascade.
 import type { Prisma } from '@prisma/client';
 import { normalizeEmail } from '../../mapping/email';
 import type { EmailKeys } from './email-keys';
@@ -13,23 +14,23 @@ type Tx = Prisma.TransactionClient;
 
 /**
  * The client ids (devices) of `email`, matched exactly: those tied to it (PixelVisitor.email, always
- * normalised) and those that claimed it and wait for Shopify to confirm it (by its keys).
+ * normalised) and those that gave it and wait for Shopify to confirm it (their pending identities, by its keys).
  */
 export async function visitorsOf(tx: Tx, shopId: string, rawEmail: string, keys: EmailKeys): Promise<string[]> {
   const email = normalizeEmail(rawEmail);
-  const [visitors, claims] = await Promise.all([
+  const [visitors, pending] = await Promise.all([
     tx.pixelVisitor.findMany({ where: { shopId, email }, select: { clientId: true } }),
     tx.pixelClaim.findMany({ where: { shopId, emailKey: { in: keys.all(shopId, email) } }, select: { clientId: true } }),
   ]);
-  return [...new Set([...visitors, ...claims].map((v) => v.clientId))];
+  return [...new Set([...visitors, ...pending].map((v) => v.clientId))];
 }
 
 /**
  * Erases what the storefront keeps about `email`: the waiting events of its devices (`clientIds`,
- * from visitorsOf), the identities tied to it, its claims, its trust row and its product interests. Returns how many
+ * from visitorsOf), the identities tied to it, its pending identities, its trust row and its product interests. Returns how many
  * devices.
  */
-export async function erasePixelData(tx: Tx, shopId: string, rawEmail: string, clientIds: string[], keys: EmailKeys): Promise<number> {
+export async function eraseStorefrontData(tx: Tx, shopId: string, rawEmail: string, clientIds: string[], keys: EmailKeys): Promise<number> {
   const email = normalizeEmail(rawEmail);
   const emailKeys = keys.all(shopId, email);
   if (clientIds.length) await tx.pixelEvent.deleteMany({ where: { shopId, clientId: { in: clientIds } } });
@@ -40,18 +41,18 @@ export async function erasePixelData(tx: Tx, shopId: string, rawEmail: string, c
   return clientIds.length;
 }
 
-/** What the storefront pixel keeps about the customer's addresses, for the export. */
-export async function exportPixelData(tx: Tx, shopId: string, rawEmails: readonly string[], keys: EmailKeys) {
+/** What the storefront keeps about the customer's addresses, for the export. */
+export async function exportStorefrontData(tx: Tx, shopId: string, rawEmails: readonly string[], keys: EmailKeys) {
   const emails = [...new Set(rawEmails.map(normalizeEmail))];
   const emailKeys = emails.flatMap((e) => keys.all(shopId, e));
-  const [visitors, claims, trust] = emails.length
+  const [visitors, pending, trust] = emails.length
     ? await Promise.all([
         tx.pixelVisitor.findMany({ where: { shopId, email: { in: emails } }, orderBy: { identifiedAt: 'asc' }, take: 1000 }),
         tx.pixelClaim.findMany({ where: { shopId, emailKey: { in: emailKeys } }, orderBy: { claimedAt: 'asc' }, take: 1000 }),
         tx.pixelShopper.findMany({ where: { shopId, emailKey: { in: emailKeys } } }),
       ])
     : [[], [], []];
-  const clientIds = [...new Set([...visitors, ...claims].map((v) => v.clientId))];
+  const clientIds = [...new Set([...visitors, ...pending].map((v) => v.clientId))];
   const waiting = clientIds.length
     ? await tx.pixelEvent.findMany({ where: { shopId, clientId: { in: clientIds } }, orderBy: { id: 'asc' }, take: 10_000 })
     : [];
@@ -66,7 +67,8 @@ export async function exportPixelData(tx: Tx, shopId: string, rawEmails: readonl
       identified_at: v.identifiedAt.toISOString(),
       kept_until: v.expiresAt.toISOString(),
     })),
-    claims: claims.map((c) => ({ client_id: c.clientId, claimed_at: c.claimedAt.toISOString(), kept_until: c.expiresAt.toISOString() })),
+    // `claims`: the export's field name for the pending identities, kept as merchants have it
+    claims: pending.map((c) => ({ client_id: c.clientId, claimed_at: c.claimedAt.toISOString(), kept_until: c.expiresAt.toISOString() })),
     confirmed: trust.map((t) => ({
       state: t.state,
       source: t.source,

@@ -7,9 +7,9 @@
 // plan: rows to insert, delete, describe or look up again later (with backoff).
 import { backoffDelayMs, type BackoffPolicy } from '../../lib/backoff';
 import type { ProductRef } from '../../integrations/shopify/products';
-import type { ParsedReceipt } from '../forward/forward-receipts';
+import type { ParsedReceipt } from '../unit';
 import { described, type Answers } from './resolve';
-import type { PixelPlan, QueuedRow, WaitingRow } from './store';
+import type { StorefrontPlan, QueuedRow, WaitingRow } from './store';
 import { dataOf, waitingOf, waitingRow, type Waiting, type WaitsFor } from './waiting';
 import type { StoreEvent } from './wire';
 
@@ -42,7 +42,7 @@ export class ClientQueues {
   private readonly rescheduled = new Set<number>();
 
   constructor(
-    private readonly plan: PixelPlan,
+    private readonly plan: StorefrontPlan,
     private readonly now: Date,
     private readonly anonymousMs: number,
     /** Events waiting for an email, of the clients that may be identified in this unit. */
@@ -138,7 +138,7 @@ export class ClientQueues {
   }
 
   /** This unit's events, into the rows they wait in. */
-  into(plan: PixelPlan): void {
+  into(plan: StorefrontPlan): void {
     for (const [ck, list] of this.items) {
       const [shopId, clientId] = ck.split('\u0000') as [string, string];
       // behind a stored event that waits for its product, not due before it

@@ -6,7 +6,7 @@
 // ('pending'): a slow, throttled or failing Admin API never decides an event's fate.
 import type { DescribeOutcome, ProductCatalog, ProductFacts, ProductRef } from '../../integrations/shopify/products';
 import { cartItem, productItem } from './items';
-import { keyOf, type PixelShop } from './store';
+import { keyOf, type StorefrontShop } from './store';
 import type { Undescribed } from './waiting';
 import type { StoreEvent, WireEvent } from './wire';
 
@@ -24,7 +24,7 @@ export interface Answers {
 /** Describes the references of each shop (side by side), by `deadline` (Date.now epoch ms). */
 export async function describeAll(
   products: Pick<ProductCatalog, 'describe'>,
-  byShop: Map<string, { shop: PixelShop; refs: ProductRef[] }>,
+  byShop: Map<string, { shop: StorefrontShop; refs: ProductRef[] }>,
   deadline: number,
 ): Promise<Answers> {
   const answers = new Map<string, Answer>();

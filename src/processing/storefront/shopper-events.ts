@@ -1,6 +1,6 @@
 // What an identified shopper's storefront events become, per shop, for one stage-2 batch:
 // viewed_product (one per product, shopper and hour: the source id carries the hour),
-// added_to_cart, and the browse and cart abandonments (sessions.ts), each message proposed in
+// added_to_cart, and the browse and cart abandonments (abandonment-windows.ts), each message proposed in
 // arrival order, then settled against what the shop already has and each email's daily limits
 // (trust.ts). Everything lands in the batch's plan; nothing is written here.
 import type { ReceiptOutcome } from '../../intake/receipt-store';
@@ -8,7 +8,7 @@ import { assemble, type Draft } from '../../mapping/build';
 import type { NewMessage } from '../../mapping';
 import type { DueEntry } from '../../outbox/due';
 import { parseStoredSettings, type EventName, type Settings } from '../../settings/settings';
-import type { ParsedReceipt } from '../forward/forward-receipts';
+import type { ParsedReceipt } from '../unit';
 import { toRow } from '../../outbox/store-messages';
 import { digest } from './items';
 import {
@@ -19,11 +19,18 @@ import {
   cartTotal,
   newBrowse,
   newCart,
-  sessionOf,
-  type Session,
+  windowOf,
+  type AbandonmentWindow,
   type Shopper,
-} from './sessions';
-import { keyOf, STOREFRONT_ABANDONMENTS, type PendingAbandonment, type PixelPlan, type PixelShop, type PixelStore } from './store';
+} from './abandonment-windows';
+import {
+  keyOf,
+  STOREFRONT_ABANDONMENTS,
+  type PendingAbandonment,
+  type StorefrontPlan,
+  type StorefrontShop,
+  type StorefrontStore,
+} from './store';
 import type { BatchTrust } from './trust';
 import type { StoreEvent } from './wire';
 
@@ -50,20 +57,20 @@ interface Candidate {
 }
 
 export interface ShopCtx {
-  shop: PixelShop;
+  shop: StorefrontShop;
   settings: Settings;
   status: 'queued' | 'held';
   candidates: Map<string, Candidate>;
   shoppers: Map<string, Shopper>;
-  /** Sessions to write, with their shopper and the receipt that last moved them. */
-  touched: Map<Session, { email: string; r: ParsedReceipt; outcome: ReceiptOutcome }>;
+  /** Abandonment windows to write, with their shopper and the receipt that last moved them. */
+  touched: Map<AbandonmentWindow, { email: string; r: ParsedReceipt; outcome: ReceiptOutcome }>;
   /** This batch's increments of the shop's hourly trust counts. */
   stats: { pending: number; vouched: number; dropped: number; limited: number };
 }
 
 export interface ShopperEventsDeps {
-  store: PixelStore;
-  plan: PixelPlan;
+  store: StorefrontStore;
+  plan: StorefrontPlan;
   trust: BatchTrust;
   /** Pending storefront abandonments of the batch's emails, by keyOf(shopId, email). */
   pending: Map<string, PendingAbandonment[]>;
@@ -83,7 +90,7 @@ export class ShopperEvents {
   constructor(private readonly deps: ShopperEventsDeps) {}
 
   /** The batch's state of a shop (its connection taken as it is: a shop without one takes no events). */
-  contextOf(shop: PixelShop): ShopCtx {
+  contextOf(shop: StorefrontShop): ShopCtx {
     let ctx = this.contexts.get(shop.id);
     if (!ctx) {
       ctx = {
@@ -109,21 +116,21 @@ export class ShopperEvents {
     if (!s) {
       s = { browse: null, cart: null };
       for (const p of this.deps.pending.get(keyOf(ctx.shop.id, email)) ?? []) {
-        const session = sessionOf(p);
-        if (session?.kind === 'browse') s.browse = session;
-        else if (session?.kind === 'cart') s.cart = session;
+        const w = windowOf(p);
+        if (w?.kind === 'browse') s.browse = w;
+        else if (w?.kind === 'cart') s.cart = w;
       }
       ctx.shoppers.set(email, s);
     }
     return s;
   }
 
-  /** Ends a pending session: a stored one is cancelled, one of this batch is never written. */
+  /** Ends a pending abandonment window: a stored one is cancelled, one of this batch is never written. */
   cancel(ctx: ShopCtx, s: Shopper, kind: 'browse' | 'cart', reason: string): void {
-    const session = s[kind];
-    if (!session) return;
-    if (session.storedId !== null) this.deps.plan.cancels.push({ id: session.storedId, reason });
-    ctx.touched.delete(session);
+    const w = s[kind];
+    if (!w) return;
+    if (w.storedId !== null) this.deps.plan.cancels.push({ id: w.storedId, reason });
+    ctx.touched.delete(w);
     s[kind] = null;
   }
 
@@ -184,21 +191,21 @@ export class ShopperEvents {
   async settle(ctx: ShopCtx, due: DueEntry[]): Promise<void> {
     const { plan, trust, count } = this.deps;
     const shopId = ctx.shop.id;
-    for (const [session, { email, r, outcome }] of ctx.touched) {
-      if (!session.changed) continue;
-      const eventName = session.kind === 'browse' ? 'browse_abandoned' : 'cart_abandoned';
-      const attributes = session.kind === 'browse' ? browseAttributes(session) : cartAttributes(session);
+    for (const [w, { email, r, outcome }] of ctx.touched) {
+      if (!w.changed) continue;
+      const eventName = w.kind === 'browse' ? 'browse_abandoned' : 'cart_abandoned';
+      const attributes = w.kind === 'browse' ? browseAttributes(w) : cartAttributes(w);
       const m = this.message(ctx, r, email, {
         eventName,
-        sourceId: session.sourceId,
-        occurredAt: session.runAt.toISOString(),
+        sourceId: w.sourceId,
+        occurredAt: w.runAt.toISOString(),
         attributes,
-        runAt: session.runAt,
+        runAt: w.runAt,
         upsert: true,
       });
       if (!m) continue;
-      if (session.storedId !== null) {
-        plan.updates.push({ id: session.storedId, body: JSON.stringify(m.body), runAt: m.runAt });
+      if (w.storedId !== null) {
+        plan.updates.push({ id: w.storedId, body: JSON.stringify(m.body), runAt: m.runAt });
         due.push({ shopId, runAt: m.runAt });
       } else if (!ctx.candidates.has(m.sourceId)) {
         ctx.candidates.set(m.sourceId, { message: m, outcome, counted: false, view: false });

@@ -1,6 +1,6 @@
 // What stage 2 reads and writes for storefront batches, set-based: one raw statement per kind of
 // state and batch across its shops (shops, visitors, waiting events, pending abandonments, vouched
-// emails and claims; the existing source ids per shop), and one write per kind inside the batch's
+// emails and pending identities; the existing source ids per shop), and one write per kind inside the batch's
 // transaction (write()). Raw SQL rather than the ORM, whose per-query cost grows with the key
 // lists.
 import { Prisma } from '@prisma/client';
@@ -19,7 +19,7 @@ export const STOREFRONT_ABANDONMENTS = ['browse_abandoned', 'cart_abandoned'] as
 export type StorefrontAbandonment = (typeof STOREFRONT_ABANDONMENTS)[number];
 const PENDING = ['queued', 'held'];
 
-export interface PixelShop {
+export interface StorefrontShop {
   id: string;
   domain: string;
   uninstalledAt: Date | null;
@@ -39,8 +39,11 @@ export interface ShopperRow {
   abandonments: number;
 }
 
-/** A pending claim (PixelClaim) of a client id to an email, by the email's key. */
-export interface StoredClaim {
+/**
+ * A pending identity: a client id gave an email Shopify has not vouched for yet, by the email's key
+ * (a PixelClaim row; the table keeps its name).
+ */
+export interface PendingIdentity {
   shopId: string;
   clientId: string;
   emailKey: string;
@@ -76,7 +79,7 @@ export interface PendingAbandonment {
   body: string;
 }
 
-export interface PixelPlan {
+export interface StorefrontPlan {
   /** Clients whose waiting events and identity go (consent withdrawn). */
   forget: Array<{ shopId: string; clientId: string }>;
   /** Waiting events that went: counted for an email, or dropped (their product is not the shop's). */
@@ -106,10 +109,10 @@ export interface PixelPlan {
     checkedAt: Date;
     expiresAt: Date;
   }>;
-  /** Claims left pending (one per client: it replaces the client's earlier claim). */
-  claims: Array<{ shopId: string; clientId: string; emailKey: string; claimedAt: Date; expiresAt: Date }>;
-  /** Clients whose claim is settled (identified, or consent withdrawn). */
-  claimsDone: Array<{ shopId: string; clientId: string }>;
+  /** Pending identities left waiting (one per client: it replaces the client's earlier one). */
+  pendingIdentities: Array<{ shopId: string; clientId: string; emailKey: string; claimedAt: Date; expiresAt: Date }>;
+  /** Clients whose pending identity is settled (identified). */
+  pendingIdentitiesDone: Array<{ shopId: string; clientId: string }>;
   /** Increments of the shops' hourly counts. */
   stats: Array<{ shopId: string; hour: number; pending: number; vouched: number; dropped: number; limited: number }>;
   /** Identified shoppers' views and adds to cart of variants (product-alerts), one per shop, email and variant. */
@@ -128,7 +131,7 @@ export interface InterestRow {
   expiresAt: Date;
 }
 
-export const emptyPixelPlan = (): PixelPlan => ({
+export const emptyStorefrontPlan = (): StorefrontPlan => ({
   interests: new Map(),
   forget: [],
   eventsDone: [],
@@ -142,22 +145,22 @@ export const emptyPixelPlan = (): PixelPlan => ({
   vouches: [],
   unknown: [],
   quotas: [],
-  claims: [],
-  claimsDone: [],
+  pendingIdentities: [],
+  pendingIdentitiesDone: [],
   stats: [],
 });
 
 /** Keys of per-shop state: shop id and the object's id. */
 export const keyOf = (shopId: string, id: string) => `${shopId}\u0000${id}`;
 
-export class PixelStore {
+export class StorefrontStore {
   private readonly sql: Sql;
 
   constructor(private readonly db: Db) {
     this.sql = new Sql(db, rawOf(db).provider);
   }
 
-  async shops(domains: string[]): Promise<Map<string, PixelShop>> {
+  async shops(domains: string[]): Promise<Map<string, StorefrontShop>> {
     if (domains.length === 0) return new Map();
     const rows = await this.db.$queryRaw<
       Array<{
@@ -323,10 +326,10 @@ export class PixelStore {
     return out;
   }
 
-  /** Claims still pending of these email keys, oldest first. */
-  async claims(keys: Map<string, Set<string>>, now: Date): Promise<StoredClaim[]> {
+  /** Pending identities of these email keys, still within their window, oldest first. */
+  async pendingIdentities(keys: Map<string, Set<string>>, now: Date): Promise<PendingIdentity[]> {
     if (!hasShopKeys(keys)) return [];
-    return this.db.$queryRaw<StoredClaim[]>(Prisma.sql`
+    return this.db.$queryRaw<PendingIdentity[]>(Prisma.sql`
       SELECT "shopId", "clientId", "emailKey" FROM "PixelClaim"
       WHERE "expiresAt" > ${this.sql.ts(now)} AND (${whereKeys(keys, 'emailKey')}) ORDER BY "claimedAt"`);
   }
@@ -341,12 +344,12 @@ export class PixelStore {
   }
 
   /** Applies a batch's plan in the caller's transaction (raw SQL: set-based, one statement per kind). */
-  async write(tx: Tx, plan: PixelPlan, now: Date): Promise<void> {
+  async write(tx: Tx, plan: StorefrontPlan, now: Date): Promise<void> {
     const clients = (rows: Array<{ shopId: string; clientId: string }>) => whereKeys(clientsByShop(rows), 'clientId');
     if (plan.forget.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelEvent" WHERE ${clients(plan.forget)}`);
     await this.writeQueues(tx, plan);
-    // a client's claim goes once settled; a new one replaces the one it had
-    const settled = [...plan.forget, ...plan.claimsDone, ...plan.claims];
+    // a client's pending identity goes once settled; a new one replaces the one it had
+    const settled = [...plan.forget, ...plan.pendingIdentitiesDone, ...plan.pendingIdentities];
     if (settled.length) await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelClaim" WHERE ${clients(settled)}`);
     // a visitor written again replaces the row it had
     const visitorsGone = [...plan.forget, ...plan.visitors];
@@ -354,7 +357,7 @@ export class PixelStore {
     const { provider } = this.sql;
     await insertRows(tx, provider, 'PixelVisitor', plan.visitors);
     await insertRows(tx, provider, 'PixelEvent', plan.waiting);
-    await insertRows(tx, provider, 'PixelClaim', plan.claims);
+    await insertRows(tx, provider, 'PixelClaim', plan.pendingIdentities);
     await this.writeShoppers(tx, plan);
     await upsertRows(
       tx,
@@ -405,7 +408,7 @@ export class PixelStore {
   }
 
   /** Waiting events that went, were described, or wait longer for their product (their rows, by id). */
-  private async writeQueues(tx: Tx, plan: PixelPlan): Promise<void> {
+  private async writeQueues(tx: Tx, plan: StorefrontPlan): Promise<void> {
     for (let from = 0; from < plan.eventsDone.length; from += 500)
       await tx.$executeRaw(Prisma.sql`DELETE FROM "PixelEvent" WHERE "id" IN (${Prisma.join(plan.eventsDone.slice(from, from + 500))})`);
     for (let from = 0; from < plan.eventsDescribed.length; from += 500) {
@@ -428,7 +431,7 @@ export class PixelStore {
   }
 
   /** Trust and quota rows: vouches, then negative lookups (never over a live vouch), then the day's counts. */
-  private async writeShoppers(tx: Tx, plan: PixelPlan): Promise<void> {
+  private async writeShoppers(tx: Tx, plan: StorefrontPlan): Promise<void> {
     const { provider } = this.sql;
     const key = (r: { shopId: string; emailKey: string }) => keyOf(r.shopId, r.emailKey);
     const head = Prisma.raw(' ON CONFLICT ("shopId", "emailKey") DO UPDATE SET ');
@@ -466,8 +469,8 @@ export class PixelStore {
 const STAT_COUNTS = ['pending', 'vouched', 'dropped', 'limited'] as const;
 
 /** One row per shop and hour, the increments added up. */
-function sumStats(rows: PixelPlan['stats']): PixelPlan['stats'] {
-  const out = new Map<string, PixelPlan['stats'][number]>();
+function sumStats(rows: StorefrontPlan['stats']): StorefrontPlan['stats'] {
+  const out = new Map<string, StorefrontPlan['stats'][number]>();
   for (const r of rows) {
     const k = keyOf(r.shopId, String(r.hour));
     const cur = out.get(k);

@@ -1,7 +1,7 @@
 // Waiting storefront state expires: events past their window (anonymous ones never identified, and
 // ones Shopify never described the product of: never sent; the latter counted per shop and hour for
 // the admin page, and logged once per shop and hour), identities not seen for PIXEL_IDENTITY_DAYS,
-// claims to an email Shopify never vouched for (counted per shop and hour for the admin page),
+// pending identities whose email Shopify never vouched for (counted per shop and hour for the admin page),
 // vouched and unknown emails past their time, and the hourly counts once older than two days. DELETEs on each table's expiresAt index,
 // every few minutes: what waits costs no CPU, whatever the number of visitors. A day of anonymous
 // traffic is millions of rows, so each DELETE takes the oldest `chunk` or so, and the event loop
@@ -13,7 +13,7 @@ import { LogOnce, LoopFailures } from '../../observability/log-once';
 import type { Logger } from '../../observability/logger';
 import type { Metrics } from '../../observability/metrics';
 
-export interface PixelSweeperDeps {
+export interface StorefrontSweeperDeps {
   db: Db;
   logger: Logger;
   metrics: Metrics;
@@ -26,7 +26,8 @@ export interface PixelSweeperDeps {
 export interface SweepResult {
   events: number;
   visitors: number;
-  claims: number;
+  /** Pending identities never vouched for within PIXEL_CLAIM_MINUTES. */
+  pendingIdentities: number;
   shoppers: number;
   /** Product interests past their 30 days (back in stock and price drops). */
   interests: number;
@@ -35,14 +36,14 @@ export interface SweepResult {
 const HOUR_MS = 3_600_000;
 const STATS_KEPT_HOURS = 48;
 
-export interface PixelSweeper {
+export interface StorefrontSweeper {
   /** Deletes what expired by now; returns how many rows of each kind. */
   sweep(): Promise<SweepResult>;
   start(): void;
   stop(): void;
 }
 
-export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
+export function createStorefrontSweeper(deps: StorefrontSweeperDeps): StorefrontSweeper {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> = Promise.resolve();
   const failures = new LoopFailures(new LogOnce(deps.logger, 60 * 60_000), deps.metrics.loopFailures);
@@ -116,8 +117,8 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
       }),
     deleteUpTo: (at: Date) => deps.db.productInterest.deleteMany({ where: { expiresAt: { lte: at } } }),
   };
-  /** Claims never vouched for: counted per shop (in the hour of the sweep), then deleted, a chunk at a time. */
-  const claims = {
+  /** Pending identities never vouched for: counted per shop (in the hour of the sweep), then deleted, a chunk at a time. */
+  const pendingIdentities = {
     edge: (at: Date, skip: number) =>
       deps.db.pixelClaim.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
     deleteUpTo: (at: Date) =>
@@ -139,7 +140,7 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
     const expired = {
       events: await deleteExpired(events, at),
       visitors: await deleteExpired(visitors, at),
-      claims: await deleteExpired(claims, at),
+      pendingIdentities: await deleteExpired(pendingIdentities, at),
       shoppers: await deleteExpired(shoppers, at),
       interests: await deleteExpired(interests, at),
     };
@@ -154,12 +155,12 @@ export function createPixelSweeper(deps: PixelSweeperDeps): PixelSweeper {
         'storefront events dropped unsent: Shopify did not describe their products within their window (PIXEL_ANONYMOUS_HOURS)',
       );
     }
-    if (expired.claims) deps.metrics.pixelClaims.inc({ outcome: 'expired' }, expired.claims);
-    if (expired.events || expired.visitors || expired.claims)
-      deps.logger.info(expired, 'storefront: expired anonymous events, identities and unvouched claims deleted');
+    if (expired.pendingIdentities) deps.metrics.pixelClaims.inc({ outcome: 'expired' }, expired.pendingIdentities);
+    if (expired.events || expired.visitors || expired.pendingIdentities)
+      deps.logger.info(expired, 'storefront: expired anonymous events, identities and pending identities never vouched for deleted');
     return expired;
   }
-  const sweeper: PixelSweeper = {
+  const sweeper: StorefrontSweeper = {
     sweep: () => {
       const p = running.then(sweep, sweep);
       running = p.catch(() => undefined);

@@ -1,13 +1,13 @@
-// Which emails a stage-2 batch may send storefront events to, and how many. An email
-// from the pixel is a claim; it identifies a visitor only once Shopify vouched for it for the shop
+// Which emails a stage-2 batch may send storefront events to, and how many. An email from the
+// pixel makes a pending identity; it identifies a visitor only once Shopify vouched for it for the shop
 // (PixelShopper: a customers/*, orders/* or checkouts/* webhook, or an Admin API lookup that found
 // the customer). Emails are held by key (email-keys.ts), never stored in clear here. Per batch:
 // the rows of the emails involved are read once; lookups answer what they can before the deadline
 // (found: vouched; not found: unknown for UNKNOWN_TTL_MS; unanswered: nothing is learned, the
-// claim stays pending); each email's counts of the UTC day bound its events and abandonments.
+// identity stays pending); each email's counts of the UTC day bound its events and abandonments.
 import type { CustomerLookup } from '../../integrations/shopify/customer-lookup';
 import type { EmailKeys } from './email-keys';
-import { keyOf, type PixelPlan, type PixelShop, type PixelStore, type ShopperRow } from './store';
+import { keyOf, type StorefrontPlan, type StorefrontShop, type StorefrontStore, type ShopperRow } from './store';
 import type { VouchSource } from './vouch';
 
 /** How long an Admin API "no such customer" stands before the email may be asked about again. */
@@ -39,7 +39,7 @@ export class BatchTrust {
 
   constructor(
     private readonly opts: TrustOptions,
-    private readonly store: PixelStore,
+    private readonly store: StorefrontStore,
     private readonly now: Date,
   ) {
     this.today = Math.floor(now.getTime() / DAY_MS);
@@ -91,7 +91,7 @@ export class BatchTrust {
   }
 
   /** Shopify named the email for the shop: recorded in the plan, and true for the rest of the batch. */
-  vouch(plan: PixelPlan, shopId: string, email: string, source: VouchSource): void {
+  vouch(plan: StorefrontPlan, shopId: string, email: string, source: VouchSource): void {
     const rk = this.rowKey(shopId, email);
     this.vouchedNow.add(rk);
     this.unknownNow.delete(rk);
@@ -110,8 +110,8 @@ export class BatchTrust {
    * returns the found ones by shop id.
    */
   async lookup(
-    plan: PixelPlan,
-    shops: Map<string, PixelShop>,
+    plan: StorefrontPlan,
+    shops: Map<string, StorefrontShop>,
     emails: Map<string, Set<string>>,
     deadline: number,
   ): Promise<Map<string, string[]>> {
@@ -155,7 +155,7 @@ export class BatchTrust {
   }
 
   /** The day's counts spent by this batch, into the plan. */
-  flush(plan: PixelPlan): void {
+  flush(plan: StorefrontPlan): void {
     const expiresAt = new Date(this.now.getTime() + this.opts.vouchMs);
     for (const q of this.quotas.values()) plan.quotas.push({ ...q, quotaDay: this.today, checkedAt: this.now, expiresAt });
   }

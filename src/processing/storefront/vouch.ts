@@ -1,5 +1,5 @@
-// The emails a signed webhook names for its shop: what makes a storefront visitor's claim to an
-// email true. A customer (customers/create, customers/update, and the address of an email consent
+// The emails a signed webhook names for its shop: what confirms a storefront visitor's pending
+// identity. A customer (customers/create, customers/update, and the address of an email consent
 // change), an order's email, contact email and customer (orders/*), a checkout's email and
 // customer (checkouts/create, checkouts/update): each is Shopify's word that the address belongs
 // to someone the shop knows. Pure.

@@ -140,7 +140,7 @@ export type ReadBatch =
       clientId: string;
       /** False only when the visitor's consent says marketing is not allowed. */
       marketing: boolean;
-      /** The email the batch claims, trimmed and lower-cased, when it is one: a claim until Shopify vouches for it. */
+      /** The email the batch gives, trimmed and lower-cased, when it is one: a pending identity until Shopify vouches for it. */
       email: string | null;
       events: WireEvent[];
       /** Events dropped by their schema. */

@@ -13,7 +13,7 @@ import { sessionTokenMiddleware } from '../../../src/http/session-token';
 import { uiRoutes } from '../../../src/http/ui.routes';
 import { Metrics } from '../../../src/observability/metrics';
 import { fetchGrantedScopes } from '../../../src/integrations/shopify/access-scopes';
-import { pixelActivity } from '../../../src/admin/storefront-activity';
+import { storefrontActivity } from '../../../src/admin/storefront-activity';
 import { createWebPixels } from '../../../src/integrations/shopify/web-pixel';
 import { createPermissions, type PermissionsUseCases } from '../../../src/admin/permissions';
 import { testConfig } from '../../helpers/config';
@@ -55,7 +55,9 @@ describe('permissions (optional scopes)', () => {
       logger: h.logger,
       metrics: new Metrics(),
       rawRouters: [hooks],
-      routers: [permissionsRoutes({ auth, permissions, webPixels, pixelActivity: (shopId) => pixelActivity(h.db, shopId, new Date()) })],
+      routers: [
+        permissionsRoutes({ auth, permissions, webPixels, storefrontActivity: (shopId) => storefrontActivity(h.db, shopId, new Date()) }),
+      ],
     });
     api = await new Promise<Server>((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));

@@ -7,8 +7,8 @@ import { productItem } from '../../../src/processing/storefront/items';
 import type { ProductFacts, ProductRef } from '../../../src/integrations/shopify/products';
 import { ClientQueues } from '../../../src/processing/storefront/queues';
 import type { Answer, Answers } from '../../../src/processing/storefront/resolve';
-import { emptyPixelPlan, keyOf, type QueuedRow } from '../../../src/processing/storefront/store';
-import type { ParsedReceipt } from '../../../src/processing/forward/forward-receipts';
+import { emptyStorefrontPlan, keyOf, type QueuedRow } from '../../../src/processing/storefront/store';
+import type { ParsedReceipt } from '../../../src/processing/unit';
 import type { StoreEvent } from '../../../src/processing/storefront/wire';
 
 const NOW = new Date('2026-11-28T10:00:00.000Z');
@@ -56,7 +56,7 @@ const ids = (events: StoreEvent[]) => events.map((e) => (e.kind === 'view' ? e.p
 
 describe('ClientQueues', () => {
   it('puts an event behind one waiting for its product; an anonymous visitor’s described events wait for an email', () => {
-    const plan = emptyPixelPlan();
+    const plan = emptyStorefrontPlan();
     const q = new ClientQueues(plan, NOW, 24 * HOUR, new Map(), new Map(), () => 0.5);
     expect(q.push(CK, { described: true, event: { id: 'a', at: NOW, kind: 'view', product: facts('1') } }, r)).toBe('email');
     expect(q.held(CK)).toBe(false);
@@ -75,7 +75,7 @@ describe('ClientQueues', () => {
   });
 
   it('applies an identified visitor’s events in order until one still waits; the rest are looked up again with backoff', () => {
-    const plan = emptyPixelPlan();
+    const plan = emptyStorefrontPlan();
     const stored = new Map([
       [CK, [row(1, 'product', { ref: ref('1') }), row(2, 'product', { ref: ref('2') }, { attempts: 2 }), row(3, 'turn', facts('3'))]],
     ]);
@@ -96,7 +96,7 @@ describe('ClientQueues', () => {
     expect(plan.eventsLater).toHaveLength(2);
     expect(q.held(CK)).toBe(true);
     // the next lookup describes it: the rest follow, in order, and the new event last
-    const plan2 = emptyPixelPlan();
+    const plan2 = emptyStorefrontPlan();
     const q2 = new ClientQueues(plan2, NOW, 24 * HOUR, new Map(), new Map([[CK, stored.get(CK)!.slice(1)]]), () => 0.5);
     q2.push(CK, { described: true, event: { id: 'new', at: NOW, kind: 'view', product: facts('4') } }, r);
     const later: StoreEvent[] = [];
@@ -108,7 +108,7 @@ describe('ClientQueues', () => {
   });
 
   it('drops only what Shopify says is not the shop’s, and goes on behind it', () => {
-    const plan = emptyPixelPlan();
+    const plan = emptyStorefrontPlan();
     const q = new ClientQueues(
       plan,
       NOW,
@@ -127,7 +127,7 @@ describe('ClientQueues', () => {
   });
 
   it('an anonymous visitor’s described events wait for an email with Shopify’s data; the email takes them in order', () => {
-    const plan = emptyPixelPlan();
+    const plan = emptyStorefrontPlan();
     const emailRows = new Map([[CK, [{ ...row(1, 'turn', facts('1')), waitsFor: 'email' }]]]);
     const stored = new Map([[CK, [row(2, 'product', { ref: ref('2') }), row(3, 'product', { ref: ref('3') })]]]);
     const q = new ClientQueues(plan, NOW, 24 * HOUR, emailRows, stored);
@@ -144,7 +144,7 @@ describe('ClientQueues', () => {
   });
 
   it('forgets a visitor who withdrew consent: nothing of this unit is kept', () => {
-    const plan = emptyPixelPlan();
+    const plan = emptyStorefrontPlan();
     const q = new ClientQueues(plan, NOW, 24 * HOUR, new Map(), new Map());
     q.push(CK, { described: false, event: view('1') }, r);
     q.forget(CK);
