@@ -2,8 +2,17 @@
 // with one line naming the variable at fault (section 1 of the app contract).
 import { z } from 'zod';
 import { DEFAULT_HTTP_TIMEOUTS, type HttpTimeouts } from './http/app';
-import type { ClassPolicy } from './outbox/classes';
+import { PIXEL_RATES } from './http/pixel.route';
+import { STOREFRONT_LOOKUPS_PER_MINUTE } from './integrations/shopify/products';
+import { DEFAULT_ABANDONMENT } from './mapping/types';
+import { NOTIFY_ME_KEEP_DAYS, NOTIFY_ME_PER_EMAIL_HOUR, NOTIFY_ME_PER_IP_MINUTE } from './notify-me/use-case';
+import { DEFAULT_CLASS_POLICY, type ClassPolicy } from './outbox/classes';
 import { DEFAULT_TUNING } from './outbox/delivery/tuning';
+import { DEFAULT_GUARD_MS } from './outbox/pacer';
+import { DEFAULT_MAX_SENDS } from './outbox/repository';
+import { PENDING_IDENTITY_MS } from './processing/storefront/pending-identities';
+import { WAITING_EVENT_MS } from './processing/storefront/queues';
+import { DEFAULT_SETTINGS, mergeSettings, type Settings } from './settings/settings';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -26,7 +35,42 @@ export const SANDBOX_DEFAULTS = {
 // write_app_proxy: the storefront's notify-me form posts through the app proxy ([app_proxy] in shopify.app.toml)
 export const DEFAULT_SCOPES = 'read_orders,read_customers,read_checkouts,read_fulfillments,write_app_proxy';
 
-/** The HTTP servers' limits on a client unless HTTP_*_TIMEOUT_MS say otherwise (see createHttpServer). */
+/**
+ * Variables that are no longer the operator's: a constant beside its code (listed with its file in
+ * docs/operations.md), or the merchant's per-shop setting on the admin page. Each still applies
+ * when set, for compatibility, and start-up logs once that it is deprecated, naming what replaced it.
+ */
+export const DEPRECATED_VARIABLES = {
+  HTTP_HEADERS_TIMEOUT_MS: 'DEFAULT_HTTP_TIMEOUTS in src/http/app.ts',
+  HTTP_REQUEST_TIMEOUT_MS: 'DEFAULT_HTTP_TIMEOUTS in src/http/app.ts',
+  SERVICE_RATE_GUARD_MS: 'DEFAULT_GUARD_MS in src/outbox/pacer.ts',
+  WORKER_MAX_IN_FLIGHT: 'DEFAULT_TUNING.maxInFlight in src/outbox/delivery/tuning.ts',
+  MAX_SENDS_PER_MESSAGE: 'DEFAULT_MAX_SENDS in src/outbox/repository.ts',
+  DELIVERY_FLOOR_TRIGGERS: 'DEFAULT_CLASS_POLICY in src/outbox/classes.ts',
+  DELIVERY_FLOOR_BEHAVIOUR: 'DEFAULT_CLASS_POLICY in src/outbox/classes.ts',
+  DELIVERY_FLOOR_HISTORY: 'DEFAULT_CLASS_POLICY in src/outbox/classes.ts',
+  DELIVERY_MAX_AGE_HOURS_CRITICAL: 'DEFAULT_CLASS_POLICY in src/outbox/classes.ts',
+  DELIVERY_MAX_AGE_HOURS_TRIGGERS: 'DEFAULT_CLASS_POLICY in src/outbox/classes.ts',
+  DELIVERY_MAX_AGE_HOURS_BEHAVIOUR: 'DEFAULT_CLASS_POLICY in src/outbox/classes.ts',
+  DELIVERY_MAX_AGE_HOURS_HISTORY: 'DEFAULT_CLASS_POLICY in src/outbox/classes.ts',
+  CHECKOUT_GRACE_MINUTES: 'DEFAULT_ABANDONMENT in src/mapping/types.ts',
+  CHECKOUT_MAX_AGE_DAYS: 'DEFAULT_ABANDONMENT in src/mapping/types.ts',
+  PIXEL_ANONYMOUS_HOURS: 'WAITING_EVENT_MS in src/processing/storefront/queues.ts',
+  PIXEL_CLAIM_MINUTES: 'PENDING_IDENTITY_MS in src/processing/storefront/pending-identities.ts',
+  PIXEL_RATE_PER_CLIENT: 'PIXEL_RATES in src/http/pixel.route.ts',
+  PIXEL_RATE_PER_IP: 'PIXEL_RATES in src/http/pixel.route.ts',
+  PIXEL_RATE_PER_SHOP: 'PIXEL_RATES in src/http/pixel.route.ts',
+  PIXEL_LOOKUPS_PER_MINUTE: 'STOREFRONT_LOOKUPS_PER_MINUTE in src/integrations/shopify/products.ts',
+  NOTIFY_ME_DAYS: 'NOTIFY_ME_KEEP_DAYS in src/notify-me/use-case.ts',
+  NOTIFY_ME_PER_IP_MINUTE: 'NOTIFY_ME_PER_IP_MINUTE in src/notify-me/use-case.ts',
+  NOTIFY_ME_PER_EMAIL_HOUR: 'NOTIFY_ME_PER_EMAIL_HOUR in src/notify-me/use-case.ts',
+  PIXEL_BROWSE_DELAY_MINUTES: "the shop's setting browse_abandonment_delay_minutes (admin page, Events)",
+  PIXEL_CART_DELAY_MINUTES: "the shop's setting cart_abandonment_delay_minutes (admin page, Events)",
+  PIXEL_EVENTS_PER_EMAIL_DAY: "the shop's setting storefront_events_per_email_day (admin page, Events)",
+  PIXEL_ABANDONMENTS_PER_EMAIL_DAY: "the shop's setting storefront_abandonments_per_email_day (admin page, Events)",
+} as const;
+
+export type DeprecatedVariable = keyof typeof DEPRECATED_VARIABLES;
 
 const url = (name: string) =>
   z.string().refine((v) => {
@@ -57,8 +101,8 @@ const schema = z.object({
     .regex(/^[\x21-\x7e]{16,}$/, 'METRICS_TOKEN must be at least 16 printable characters, without spaces')
     .optional(),
   // the HTTP servers' limits on a client: its headers, its whole request, an idle kept-alive connection
-  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(DEFAULT_HTTP_TIMEOUTS.headersMs),
-  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(DEFAULT_HTTP_TIMEOUTS.requestMs),
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).optional(),
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).optional(),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(DEFAULT_HTTP_TIMEOUTS.keepAliveMs),
   DATABASE_URL: z
     .string()
@@ -70,7 +114,12 @@ const schema = z.object({
   SHOPIFY_SCOPES: z
     .string()
     .regex(/^[a-z_]+(,[a-z_]+)*$/, 'SHOPIFY_SCOPES must be comma-separated scopes')
-    .default(DEFAULT_SCOPES),
+    .optional(),
+  // the name Shopify's CLI and app template give the scopes
+  SCOPES: z
+    .string()
+    .regex(/^[a-z_]+(,[a-z_]+)*$/, 'SCOPES must be comma-separated scopes')
+    .optional(),
   SERVICE_BASE_URL: url('SERVICE_BASE_URL'),
   SERVICE_WEBHOOK_URL: url('SERVICE_WEBHOOK_URL').optional(),
   ENCRYPTION_KEY: encryptionKey,
@@ -85,87 +134,78 @@ const schema = z.object({
   SHOPIFY_ADMIN_ORIGIN: url('SHOPIFY_ADMIN_ORIGIN').optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   SERVICE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120000).default(10000),
-  // the pacer's room, per second of sends, for jitter between a request leaving and the service counting it
-  SERVICE_RATE_GUARD_MS: z.coerce.number().int().min(0).max(500).default(40),
-  // deprecated alias of ROLE=web (false) / ROLE=all (true)
-  WORKER_ENABLED: z.enum(['true', 'false']).optional(),
-  ROLE: z.enum(['all', 'web', 'worker']).optional(),
+  SERVICE_RATE_GUARD_MS: z.coerce.number().int().min(0).max(500).optional(),
+  ROLE: z.enum(['all', 'web', 'worker']).default('all'),
   // PostgreSQL connections per process: intake, stage 2 and every delivery lane share them
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
   WORKER_LANES: z.coerce.number().int().min(1).max(1000).default(DEFAULT_TUNING.lanes),
-  WORKER_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(DEFAULT_TUNING.maxInFlight),
-  MAX_SENDS_PER_MESSAGE: z.coerce.number().int().min(1).max(100).default(8),
+  WORKER_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).optional(),
+  MAX_SENDS_PER_MESSAGE: z.coerce.number().int().min(1).max(100).optional(),
   CHECKOUT_GRACE_MINUTES: z.coerce
     .number()
     .int()
     .min(0)
     .max(24 * 60)
-    .default(10),
-  CHECKOUT_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(365).default(7),
+    .optional(),
+  CHECKOUT_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(365).optional(),
   // processed receipts keep their webhook id (the dedupe) this long, then are deleted
   RECEIPT_RETENTION_DAYS: z.coerce.number().int().min(1).max(90).default(7),
-  // storefront pixel (src/processing/storefront): how long an anonymous visitor's events wait for an email, how
-  // long a client id stays tied to the email it gave, the abandonment delays, the rate limits
-  PIXEL_ANONYMOUS_HOURS: z.coerce.number().positive().max(24).default(24),
+  // how long a storefront visitor stays tied to the vouched email it gave, after it was last seen
   PIXEL_IDENTITY_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  // proxy hops (load balancer, CDN) whose X-Forwarded-For entries are believed for a client's address
+  TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
+  // deprecated (DEPRECATED_VARIABLES): constants beside their code, or the merchant's settings
+  PIXEL_ANONYMOUS_HOURS: z.coerce.number().positive().max(24).optional(),
   PIXEL_BROWSE_DELAY_MINUTES: z.coerce
     .number()
     .int()
-    .min(1)
+    .min(5)
     .max(7 * 24 * 60)
-    .default(60),
+    .optional(),
   PIXEL_CART_DELAY_MINUTES: z.coerce
     .number()
     .int()
-    .min(1)
+    .min(5)
     .max(7 * 24 * 60)
-    .default(60),
-  PIXEL_RATE_PER_SHOP: z.coerce.number().positive().max(1_000_000).default(1000),
-  PIXEL_RATE_PER_CLIENT: z.coerce.number().positive().max(10_000).default(2),
-  // storefront trust (src/processing/storefront/trust.ts): requests per second per client IP (from the socket, or
-  // X-Forwarded-For past TRUST_PROXY proxy hops), how long a claim to an email waits for Shopify to
-  // vouch for it, each email's daily limits, Admin API calls per shop and minute for storefront events
-  PIXEL_RATE_PER_IP: z.coerce.number().positive().max(1_000_000).default(20),
-  TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
+    .optional(),
+  PIXEL_RATE_PER_SHOP: z.coerce.number().positive().max(1_000_000).optional(),
+  PIXEL_RATE_PER_CLIENT: z.coerce.number().positive().max(10_000).optional(),
+  PIXEL_RATE_PER_IP: z.coerce.number().positive().max(1_000_000).optional(),
   PIXEL_CLAIM_MINUTES: z.coerce
     .number()
     .int()
     .min(1)
     .max(24 * 60)
-    .default(30),
-  PIXEL_EVENTS_PER_EMAIL_DAY: z.coerce.number().int().min(1).max(10_000_000).default(200),
-  PIXEL_ABANDONMENTS_PER_EMAIL_DAY: z.coerce.number().int().min(1).max(10_000_000).default(4),
-  PIXEL_LOOKUPS_PER_MINUTE: z.coerce.number().int().min(0).max(10_000).default(10),
-  // the storefront's notify-me form (src/notify-me): how long a subscription is kept after its latest
-  // subscribe, requests per minute per shopper address, requests per hour per email (and per customer)
-  NOTIFY_ME_DAYS: z.coerce.number().int().min(1).max(365).default(90),
-  NOTIFY_ME_PER_IP_MINUTE: z.coerce.number().positive().max(10_000).default(10),
-  NOTIFY_ME_PER_EMAIL_HOUR: z.coerce.number().positive().max(10_000).default(10),
-  // delivery classes (src/outbox/classes.ts): the floor share of each lower class, in percent of a
-  // workspace's sends, and each class's maximum useful age past due, in hours (0: none)
-  DELIVERY_FLOOR_TRIGGERS: z.coerce.number().min(0).max(50).default(15),
-  DELIVERY_FLOOR_BEHAVIOUR: z.coerce.number().min(0).max(50).default(10),
-  DELIVERY_FLOOR_HISTORY: z.coerce.number().min(0).max(50).default(5),
+    .optional(),
+  PIXEL_EVENTS_PER_EMAIL_DAY: z.coerce.number().int().min(1).max(10_000).optional(),
+  PIXEL_ABANDONMENTS_PER_EMAIL_DAY: z.coerce.number().int().min(1).max(100).optional(),
+  PIXEL_LOOKUPS_PER_MINUTE: z.coerce.number().int().min(0).max(10_000).optional(),
+  NOTIFY_ME_DAYS: z.coerce.number().int().min(1).max(365).optional(),
+  NOTIFY_ME_PER_IP_MINUTE: z.coerce.number().positive().max(10_000).optional(),
+  NOTIFY_ME_PER_EMAIL_HOUR: z.coerce.number().positive().max(10_000).optional(),
+  DELIVERY_FLOOR_TRIGGERS: z.coerce.number().min(0).max(50).optional(),
+  DELIVERY_FLOOR_BEHAVIOUR: z.coerce.number().min(0).max(50).optional(),
+  DELIVERY_FLOOR_HISTORY: z.coerce.number().min(0).max(50).optional(),
   DELIVERY_MAX_AGE_HOURS_CRITICAL: z.coerce
     .number()
     .min(0)
     .max(24 * 365)
-    .default(0),
+    .optional(),
   DELIVERY_MAX_AGE_HOURS_TRIGGERS: z.coerce
     .number()
     .min(0)
     .max(24 * 365)
-    .default(24),
+    .optional(),
   DELIVERY_MAX_AGE_HOURS_BEHAVIOUR: z.coerce
     .number()
     .min(0)
     .max(24 * 365)
-    .default(24),
+    .optional(),
   DELIVERY_MAX_AGE_HOURS_HISTORY: z.coerce
     .number()
     .min(0)
     .max(24 * 365)
-    .default(0),
+    .optional(),
 });
 
 /** A maximum age in hours as ms; 0 means none. */
@@ -208,24 +248,27 @@ export interface Config {
   /** How long processed receipts are kept for deduplication. */
   receiptRetentionDays: number;
   checkouts: { graceMinutes: number; maxAgeDays: number };
-  /** The storefront pixel: retention of anonymous events and of identities, abandonment delays, requests per second. */
+  /** The storefront pixel: retention of waiting events and of identities, requests per second, trust. */
   pixel: {
     anonymousHours: number;
     identityDays: number;
-    browseDelayMinutes: number;
-    cartDelayMinutes: number;
     ratePerShop: number;
     ratePerClient: number;
-    /** Trust: per-IP rate, proxy hops trusted in X-Forwarded-For, claim window, per-email daily limits, Admin API calls per shop and minute. */
+    /** Trust: per-IP rate, proxy hops trusted in X-Forwarded-For, pending-identity window, Admin API calls per shop and minute. */
     ratePerIp: number;
     trustProxyHops: number;
     claimMinutes: number;
-    eventsPerEmailDay: number;
-    abandonmentsPerEmailDay: number;
     lookupsPerMinute: number;
   };
   /** The storefront's notify-me form: days a subscription is kept, requests per minute per address, per hour per email. */
   notifyMe: { keepDays: number; perIpPerMinute: number; perEmailPerHour: number };
+  /**
+   * What a shop's settings are until its merchant changes them: DEFAULT_SETTINGS, with what the
+   * deprecated variables of merchant settings say (PIXEL_BROWSE_DELAY_MINUTES, ...) when set.
+   */
+  settingsDefaults: Settings;
+  /** The deprecated variables set, with what replaced each: start-up logs each once. */
+  deprecated: Array<{ variable: DeprecatedVariable; replacedBy: string }>;
 }
 
 type Env = Record<string, string | undefined>;
@@ -244,6 +287,8 @@ export function loadConfig(env: Env = process.env): Config {
     for (const [k, v] of Object.entries(SANDBOX_DEFAULTS)) raw[k] ??= v;
     raw.SHOPIFY_APP_URL ??= `http://localhost:${raw.PORT ?? '3000'}`;
   }
+  if (raw.WORKER_ENABLED !== undefined)
+    throw new ConfigError('WORKER_ENABLED was removed: set ROLE=web (for WORKER_ENABLED=false), or leave ROLE unset to run everything');
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -255,7 +300,7 @@ export function loadConfig(env: Env = process.env): Config {
   const e = parsed.data;
   if (e.OPS_PORT !== undefined && e.OPS_PORT !== 0 && e.OPS_PORT === e.PORT)
     throw new ConfigError('OPS_PORT is invalid: it must differ from PORT');
-  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
+  if ((e.HTTP_HEADERS_TIMEOUT_MS ?? DEFAULT_HTTP_TIMEOUTS.headersMs) > (e.HTTP_REQUEST_TIMEOUT_MS ?? DEFAULT_HTTP_TIMEOUTS.requestMs)) {
     throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS is invalid: it must not exceed HTTP_REQUEST_TIMEOUT_MS');
   }
   if (production && e.SHOPIFY_ADMIN_ORIGIN) {
@@ -264,17 +309,32 @@ export function loadConfig(env: Env = process.env): Config {
   if (production && !e.SHOPIFY_APP_URL.startsWith('https://')) {
     throw new ConfigError('SHOPIFY_APP_URL is invalid: it must be https when NODE_ENV=production');
   }
-  if (e.DELIVERY_FLOOR_TRIGGERS + e.DELIVERY_FLOOR_BEHAVIOUR + e.DELIVERY_FLOOR_HISTORY > 60) {
+  const floors = DEFAULT_CLASS_POLICY.floors;
+  const floor = (v: number | undefined, d: number) => (v === undefined ? d : v / 100);
+  const classFloors = {
+    critical: 0,
+    triggers: floor(e.DELIVERY_FLOOR_TRIGGERS, floors.triggers),
+    behaviour: floor(e.DELIVERY_FLOOR_BEHAVIOUR, floors.behaviour),
+    history: floor(e.DELIVERY_FLOOR_HISTORY, floors.history),
+  };
+  if (classFloors.triggers + classFloors.behaviour + classFloors.history > 0.6 + 1e-9) {
     throw new ConfigError('DELIVERY_FLOOR_TRIGGERS is invalid: the three floors together must leave at least 40% to the highest class');
   }
-  if (e.ROLE && e.WORKER_ENABLED) throw new ConfigError('WORKER_ENABLED is a deprecated alias of ROLE: set only ROLE');
-  const role: Role = e.ROLE ?? (e.WORKER_ENABLED === 'false' ? 'web' : 'all');
+  if (e.SHOPIFY_SCOPES && e.SCOPES && e.SHOPIFY_SCOPES !== e.SCOPES)
+    throw new ConfigError('SCOPES is invalid: it differs from SHOPIFY_SCOPES; set one of them');
+  const role: Role = e.ROLE;
+  const maxAge = (v: number | undefined, d: number | null) => (v === undefined ? d : hoursOrNone(v));
+  const ages = DEFAULT_CLASS_POLICY.maxAgeMs;
   return {
     production,
     sandbox,
     port: e.PORT,
     ops: { port: e.OPS_PORT, host: e.OPS_HOST, metricsToken: e.METRICS_TOKEN },
-    http: { headersMs: e.HTTP_HEADERS_TIMEOUT_MS, requestMs: e.HTTP_REQUEST_TIMEOUT_MS, keepAliveMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS },
+    http: {
+      headersMs: e.HTTP_HEADERS_TIMEOUT_MS ?? DEFAULT_HTTP_TIMEOUTS.headersMs,
+      requestMs: e.HTTP_REQUEST_TIMEOUT_MS ?? DEFAULT_HTTP_TIMEOUTS.requestMs,
+      keepAliveMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    },
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     dbProvider: /^postgres(ql)?:\/\//.test(e.DATABASE_URL) ? 'postgres' : 'sqlite',
@@ -282,14 +342,14 @@ export function loadConfig(env: Env = process.env): Config {
       apiKey: e.SHOPIFY_API_KEY,
       apiSecret: e.SHOPIFY_API_SECRET,
       appUrl: e.SHOPIFY_APP_URL.replace(/\/$/, ''),
-      scopes: e.SHOPIFY_SCOPES.split(','),
+      scopes: (e.SHOPIFY_SCOPES ?? e.SCOPES ?? DEFAULT_SCOPES).split(','),
       adminOrigin: e.SHOPIFY_ADMIN_ORIGIN?.replace(/\/$/, ''),
     },
     service: {
       baseUrl: e.SERVICE_BASE_URL.replace(/\/$/, ''),
       webhookUrl: (e.SERVICE_WEBHOOK_URL ?? e.SERVICE_BASE_URL).replace(/\/$/, ''),
       timeoutMs: e.SERVICE_TIMEOUT_MS,
-      rateGuardMs: e.SERVICE_RATE_GUARD_MS,
+      rateGuardMs: e.SERVICE_RATE_GUARD_MS ?? DEFAULT_GUARD_MS,
     },
     encryption: {
       key: Buffer.from(e.ENCRYPTION_KEY, 'base64'),
@@ -302,38 +362,49 @@ export function loadConfig(env: Env = process.env): Config {
     role,
     workerEnabled: role !== 'web',
     webEnabled: role !== 'worker',
-    worker: { lanes: e.WORKER_LANES, maxInFlight: e.WORKER_MAX_IN_FLIGHT, maxSendsPerMessage: e.MAX_SENDS_PER_MESSAGE },
+    worker: {
+      lanes: e.WORKER_LANES,
+      maxInFlight: e.WORKER_MAX_IN_FLIGHT ?? DEFAULT_TUNING.maxInFlight,
+      maxSendsPerMessage: e.MAX_SENDS_PER_MESSAGE ?? DEFAULT_MAX_SENDS,
+    },
     classes: {
-      floors: {
-        critical: 0,
-        triggers: e.DELIVERY_FLOOR_TRIGGERS / 100,
-        behaviour: e.DELIVERY_FLOOR_BEHAVIOUR / 100,
-        history: e.DELIVERY_FLOOR_HISTORY / 100,
-      },
+      floors: classFloors,
       maxAgeMs: {
-        critical: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_CRITICAL),
-        triggers: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_TRIGGERS),
-        behaviour: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_BEHAVIOUR),
-        history: hoursOrNone(e.DELIVERY_MAX_AGE_HOURS_HISTORY),
+        critical: maxAge(e.DELIVERY_MAX_AGE_HOURS_CRITICAL, ages.critical),
+        triggers: maxAge(e.DELIVERY_MAX_AGE_HOURS_TRIGGERS, ages.triggers),
+        behaviour: maxAge(e.DELIVERY_MAX_AGE_HOURS_BEHAVIOUR, ages.behaviour),
+        history: maxAge(e.DELIVERY_MAX_AGE_HOURS_HISTORY, ages.history),
       },
     },
-    checkouts: { graceMinutes: e.CHECKOUT_GRACE_MINUTES, maxAgeDays: e.CHECKOUT_MAX_AGE_DAYS },
+    checkouts: {
+      graceMinutes: e.CHECKOUT_GRACE_MINUTES ?? DEFAULT_ABANDONMENT.graceMs / 60_000,
+      maxAgeDays: e.CHECKOUT_MAX_AGE_DAYS ?? DEFAULT_ABANDONMENT.maxAgeMs / 86_400_000,
+    },
     receiptRetentionDays: e.RECEIPT_RETENTION_DAYS,
     pixel: {
-      anonymousHours: e.PIXEL_ANONYMOUS_HOURS,
+      anonymousHours: e.PIXEL_ANONYMOUS_HOURS ?? WAITING_EVENT_MS / 3_600_000,
       identityDays: e.PIXEL_IDENTITY_DAYS,
-      browseDelayMinutes: e.PIXEL_BROWSE_DELAY_MINUTES,
-      cartDelayMinutes: e.PIXEL_CART_DELAY_MINUTES,
-      ratePerShop: e.PIXEL_RATE_PER_SHOP,
-      ratePerClient: e.PIXEL_RATE_PER_CLIENT,
-      ratePerIp: e.PIXEL_RATE_PER_IP,
+      ratePerShop: e.PIXEL_RATE_PER_SHOP ?? PIXEL_RATES.perShop,
+      ratePerClient: e.PIXEL_RATE_PER_CLIENT ?? PIXEL_RATES.perClient,
+      ratePerIp: e.PIXEL_RATE_PER_IP ?? PIXEL_RATES.perIp,
       trustProxyHops: e.TRUST_PROXY,
-      claimMinutes: e.PIXEL_CLAIM_MINUTES,
-      eventsPerEmailDay: e.PIXEL_EVENTS_PER_EMAIL_DAY,
-      abandonmentsPerEmailDay: e.PIXEL_ABANDONMENTS_PER_EMAIL_DAY,
-      lookupsPerMinute: e.PIXEL_LOOKUPS_PER_MINUTE,
+      claimMinutes: e.PIXEL_CLAIM_MINUTES ?? PENDING_IDENTITY_MS / 60_000,
+      lookupsPerMinute: e.PIXEL_LOOKUPS_PER_MINUTE ?? STOREFRONT_LOOKUPS_PER_MINUTE,
     },
-    notifyMe: { keepDays: e.NOTIFY_ME_DAYS, perIpPerMinute: e.NOTIFY_ME_PER_IP_MINUTE, perEmailPerHour: e.NOTIFY_ME_PER_EMAIL_HOUR },
+    notifyMe: {
+      keepDays: e.NOTIFY_ME_DAYS ?? NOTIFY_ME_KEEP_DAYS,
+      perIpPerMinute: e.NOTIFY_ME_PER_IP_MINUTE ?? NOTIFY_ME_PER_IP_MINUTE,
+      perEmailPerHour: e.NOTIFY_ME_PER_EMAIL_HOUR ?? NOTIFY_ME_PER_EMAIL_HOUR,
+    },
+    settingsDefaults: mergeSettings(DEFAULT_SETTINGS, {
+      browse_abandonment_delay_minutes: e.PIXEL_BROWSE_DELAY_MINUTES,
+      cart_abandonment_delay_minutes: e.PIXEL_CART_DELAY_MINUTES,
+      storefront_events_per_email_day: e.PIXEL_EVENTS_PER_EMAIL_DAY,
+      storefront_abandonments_per_email_day: e.PIXEL_ABANDONMENTS_PER_EMAIL_DAY,
+    }),
+    deprecated: (Object.keys(DEPRECATED_VARIABLES) as DeprecatedVariable[])
+      .filter((v) => raw[v] !== undefined)
+      .map((variable) => ({ variable, replacedBy: DEPRECATED_VARIABLES[variable] })),
   };
 }
 

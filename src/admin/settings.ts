@@ -1,10 +1,11 @@
 import type { Db } from '../db/client';
-import { mergeSettings, parseStoredSettings, type Settings, type SettingsPatch } from '../settings/settings';
+import { DEFAULT_SETTINGS, mergeSettings, parseStoredSettings, type Settings, type SettingsPatch } from '../settings/settings';
 
-export function createSettingsUseCases(db: Db) {
+/** `defaults`: a shop's settings until its merchant changes them (Config.settingsDefaults). */
+export function createSettingsUseCases(db: Db, defaults: Settings = DEFAULT_SETTINGS) {
   async function get(shopId: string): Promise<Settings> {
     const row = await db.shopSettings.findUnique({ where: { shopId } });
-    return parseStoredSettings(row?.data);
+    return parseStoredSettings(row?.data, defaults);
   }
   return {
     get,

@@ -124,6 +124,11 @@ export interface StartOptions {
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   const now = opts.now ?? (() => new Date());
+  for (const d of config.deprecated)
+    logger.warn(
+      { variable: d.variable, replacedBy: d.replacedBy },
+      `${d.variable} is deprecated and still applies; it is now ${d.replacedBy}`,
+    );
   const applied = await applyMigrations(config.databaseUrl);
   if (applied.length) logger.info({ applied }, 'database migrations applied');
   const db = await createDb(config.databaseUrl, {
@@ -275,7 +280,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   });
   const activity = createActivity({ db, provider: config.dbProvider, repo, receipts: pipeline.receipts, now, onEnqueued: notifyQueued });
   const holds = createHolds({ db, repo, logger, now, onRequeued: notifyQueued });
-  const settings = createSettingsUseCases(db);
+  const settings = createSettingsUseCases(db, config.settingsDefaults);
   const budget = createBudget({ db, now });
   const productAlertsView = createProductAlertsView({ db, provider: config.dbProvider, apiKey: config.shopify.apiKey, now });
 

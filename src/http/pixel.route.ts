@@ -36,6 +36,13 @@ export function readHead(raw: Buffer): { key: string; clientId: string } | null 
   return m ? { key: m[1]!, clientId: m[2]! } : null;
 }
 
+/**
+ * Pixel batches a second, per web process: per storefront client id (a page sends a few), per
+ * client address, per shop. What one browser or one address sends past them is refused with 429;
+ * the shop's limit bounds what one storefront can cost the intake.
+ */
+export const PIXEL_RATES = { perClient: 2, perIp: 20, perShop: 1000 } as const;
+
 export interface PixelRouteDeps {
   intake: Intake;
   keys: PixelKeys;

@@ -12,6 +12,7 @@ import {
   EVENT_DEFAULTS,
   EVENT_NAMES,
   PRICE_DROP_THRESHOLD_LIMITS,
+  STOREFRONT_SETTING_LIMITS,
 } from '../settings/settings';
 import { OPTIONAL_SCOPES } from '../integrations/shopify/scopes';
 import { DELIVERY_STATUSES } from '../admin/activity';
@@ -75,6 +76,12 @@ export function buildCatalog() {
     contact_properties: CONTACT_PROPERTIES.map((name) => ({ name, default_on: CONTACT_PROPERTY_DEFAULTS[name] })),
     abandonment_delay_minutes: { min: 5, max: 7 * 24 * 60 },
     price_drop_threshold_percent: { ...PRICE_DROP_THRESHOLD_LIMITS },
+    storefront_settings: {
+      browse_abandonment_delay_minutes: { ...STOREFRONT_SETTING_LIMITS.delayMinutes },
+      cart_abandonment_delay_minutes: { ...STOREFRONT_SETTING_LIMITS.delayMinutes },
+      storefront_events_per_email_day: { ...STOREFRONT_SETTING_LIMITS.eventsPerEmailDay },
+      storefront_abandonments_per_email_day: { ...STOREFRONT_SETTING_LIMITS.abandonmentsPerEmailDay },
+    },
     delivery_statuses: DELIVERY_STATUSES,
   };
 }

@@ -1,4 +1,4 @@
-// Subscriptions expire: NOTIFY_ME_DAYS after the latest subscribe, a row nobody renewed is
+// Subscriptions expire: NOTIFY_ME_KEEP_DAYS after the latest subscribe, a row nobody renewed is
 // deleted, notified or not. DELETEs on the expiresAt index, every few minutes, the oldest `chunk`
 // or so at a time with the event loop turning between them, so an idle table costs one indexed
 // look-up a tick, whatever the number of shops.

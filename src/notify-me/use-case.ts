@@ -18,6 +18,12 @@ import { guestEmail, parseNotifyBody } from './body';
 import type { CustomerEmails } from './customer-emails';
 import { subscribe } from './subscriptions';
 
+/** How long a subscription is kept after its latest subscribe, in days. */
+export const NOTIFY_ME_KEEP_DAYS = 90;
+/** Requests per shopper address and minute, and per email (and customer) and hour, per web process. */
+export const NOTIFY_ME_PER_IP_MINUTE = 10;
+export const NOTIFY_ME_PER_EMAIL_HOUR = 10;
+
 export type NotifyMeRefusal =
   /** No variant id (digits, or a ProductVariant gid) in the body. */
   | 'invalid_request'

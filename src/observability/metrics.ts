@@ -115,7 +115,7 @@ export class Metrics {
   });
   readonly pixelProductsDropped = new Counter({
     name: 'connector_pixel_products_dropped_total',
-    help: 'Storefront views and adds to cart dropped for their product: unknown (the shop has no such product or variant), no_scope (read_products not granted), expired (Shopify did not describe it within PIXEL_ANONYMOUS_HOURS)',
+    help: 'Storefront views and adds to cart dropped for their product: unknown (the shop has no such product or variant), no_scope (read_products not granted), expired (Shopify did not describe it within a day)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -20,7 +20,7 @@ import { EXPIRE_STALE } from './sql/expire';
 import { ATTEMPT_INSERT, FINISH_COMBINED, FINISH_UPDATE, finishParams, type FinishFields } from './sql/finish';
 import { Sql } from '../db/sql';
 
-/** Default cap on sends per message that may have reached the service (MAX_SENDS_PER_MESSAGE). */
+/** Default cap on sends per message that may have reached the service. */
 export const DEFAULT_MAX_SENDS = 8;
 
 export interface OutboxOptions {

@@ -66,6 +66,12 @@ export interface Settings {
   abandonment_delay_minutes: number;
   /** How far (percent) a variant's price must fall below the last known one for price_dropped. */
   price_drop_threshold_percent: number;
+  /** Storefront: minutes after a shopper's last view (browse) or add to cart (cart) before its abandonment. */
+  browse_abandonment_delay_minutes: number;
+  cart_abandonment_delay_minutes: number;
+  /** Storefront: events (views, adds) and abandonments sent per shopper's email and day, at most. */
+  storefront_events_per_email_day: number;
+  storefront_abandonments_per_email_day: number;
   import_event_names: { customer_imported: string; order_imported: string };
 }
 
@@ -74,13 +80,26 @@ export const DEFAULT_SETTINGS: Settings = {
   contact_properties: { ...CONTACT_PROPERTY_DEFAULTS },
   abandonment_delay_minutes: 60,
   price_drop_threshold_percent: 10,
+  browse_abandonment_delay_minutes: 60,
+  cart_abandonment_delay_minutes: 60,
+  storefront_events_per_email_day: 200,
+  storefront_abandonments_per_email_day: 4,
   import_event_names: { customer_imported: 'customer_imported', order_imported: 'order_imported' },
 };
 
 /** The range of price_drop_threshold_percent, in whole percent (the page's field reads it from the catalog). */
 export const PRICE_DROP_THRESHOLD_LIMITS = { min: 1, max: 90 } as const;
 
+/** The ranges of the storefront's settings (the page's fields read them from the catalog). */
+export const STOREFRONT_SETTING_LIMITS = {
+  delayMinutes: { min: 5, max: 7 * 24 * 60 },
+  eventsPerEmailDay: { min: 1, max: 10_000 },
+  abandonmentsPerEmailDay: { min: 1, max: 100 },
+} as const;
+
 const eventName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'event names are lower snake_case, at most 64 characters');
+
+const ranged = (r: { min: number; max: number }) => z.number().int().min(r.min).max(r.max).optional();
 
 /** What PUT /api/settings accepts: a partial update; unknown keys are refused. */
 export const settingsPatchSchema = z
@@ -100,6 +119,10 @@ export const settingsPatchSchema = z
       .max(7 * 24 * 60)
       .optional(),
     price_drop_threshold_percent: z.number().int().min(PRICE_DROP_THRESHOLD_LIMITS.min).max(PRICE_DROP_THRESHOLD_LIMITS.max).optional(),
+    browse_abandonment_delay_minutes: ranged(STOREFRONT_SETTING_LIMITS.delayMinutes),
+    cart_abandonment_delay_minutes: ranged(STOREFRONT_SETTING_LIMITS.delayMinutes),
+    storefront_events_per_email_day: ranged(STOREFRONT_SETTING_LIMITS.eventsPerEmailDay),
+    storefront_abandonments_per_email_day: ranged(STOREFRONT_SETTING_LIMITS.abandonmentsPerEmailDay),
     import_event_names: z.object({ customer_imported: eventName.optional(), order_imported: eventName.optional() }).strict().optional(),
   })
   .strict();
@@ -117,17 +140,24 @@ export function mergeSettings(base: Settings, patch: SettingsPatch): Settings {
     contact_properties: { ...base.contact_properties, ...defined(patch.contact_properties as Partial<Settings['contact_properties']>) },
     abandonment_delay_minutes: patch.abandonment_delay_minutes ?? base.abandonment_delay_minutes,
     price_drop_threshold_percent: patch.price_drop_threshold_percent ?? base.price_drop_threshold_percent,
+    browse_abandonment_delay_minutes: patch.browse_abandonment_delay_minutes ?? base.browse_abandonment_delay_minutes,
+    cart_abandonment_delay_minutes: patch.cart_abandonment_delay_minutes ?? base.cart_abandonment_delay_minutes,
+    storefront_events_per_email_day: patch.storefront_events_per_email_day ?? base.storefront_events_per_email_day,
+    storefront_abandonments_per_email_day: patch.storefront_abandonments_per_email_day ?? base.storefront_abandonments_per_email_day,
     import_event_names: { ...base.import_event_names, ...defined(patch.import_event_names) },
   };
 }
 
-/** Reads the stored blob tolerantly: anything unreadable falls back to defaults. */
-export function parseStoredSettings(json: string | null | undefined): Settings {
-  if (!json) return DEFAULT_SETTINGS;
+/**
+ * Reads the stored blob tolerantly over `defaults` (DEFAULT_SETTINGS, or the process's: see
+ * Config.settingsDefaults): what it leaves out, or anything unreadable, takes the default.
+ */
+export function parseStoredSettings(json: string | null | undefined, defaults: Settings = DEFAULT_SETTINGS): Settings {
+  if (!json) return defaults;
   try {
     const parsed = settingsPatchSchema.safeParse(JSON.parse(json));
-    return parsed.success ? mergeSettings(DEFAULT_SETTINGS, parsed.data) : DEFAULT_SETTINGS;
+    return parsed.success ? mergeSettings(defaults, parsed.data) : defaults;
   } catch {
-    return DEFAULT_SETTINGS;
+    return defaults;
   }
 }

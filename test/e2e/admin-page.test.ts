@@ -299,6 +299,31 @@ describeWithChromium('the embedded admin page, in a real browser against the san
   );
 
   it(
+    'saves the storefront settings; a number out of range is refused inline and nothing is saved',
+    async () => {
+      const input = page().locator('#setting-cart_abandonment_delay_minutes');
+      const save = page().locator('button:has-text("Save storefront settings")');
+      expect(await input.inputValue()).toBe('60');
+      await input.fill('2');
+      await save.click();
+      await waitForText(page().locator('#setting-cart_abandonment_delay_minutes-error'), /from 5 to 10080/);
+      expect((await e.stack.api('GET', '/api/settings')).body.cart_abandonment_delay_minutes).toBe(60);
+
+      await input.fill('30');
+      await page().locator('#setting-storefront_events_per_email_day').fill('50');
+      await save.click();
+      await waitForText(page().locator('#live'), /Storefront settings saved/);
+      expect(await page().locator('#setting-cart_abandonment_delay_minutes-error').isHidden()).toBe(true);
+      expect((await e.stack.api('GET', '/api/settings')).body).toMatchObject({
+        cart_abandonment_delay_minutes: 30,
+        storefront_events_per_email_day: 50,
+        browse_abandonment_delay_minutes: 60,
+      });
+    },
+    SLOW,
+  );
+
+  it(
     'asks for confirmation before disconnecting, and Cancel keeps the connection',
     async () => {
       await page().click('#connection-card button:has-text("Disconnect")');

@@ -175,7 +175,7 @@ describe('the whole server started with a production config', () => {
       NODE_ENV: 'production',
       PORT: '0',
       DATABASE_URL: database.url,
-      WORKER_ENABLED: 'false',
+      ROLE: 'web',
       LOG_LEVEL: 'error',
       SHOPIFY_API_KEY: 'prod-client-id',
       SHOPIFY_API_SECRET: 'prod-client-secret-0123456789',

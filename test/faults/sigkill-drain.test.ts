@@ -58,7 +58,7 @@ describe(`SIGKILL during a drain of ${MESSAGES} messages (${testProvider})`, () 
     };
 
     // connect the shop through the app, with its worker off
-    app = await spawnApp({ ...env, WORKER_ENABLED: 'false' });
+    app = await spawnApp({ ...env, ROLE: 'web' });
     const ws = emulator.createWorkspace({ name: 'Kill workspace', rateLimit: LIMIT });
     const connect = await fetch(`${app.url}/api/connection`, {
       method: 'PUT',

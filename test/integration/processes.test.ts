@@ -32,7 +32,7 @@ describe(`several processes on one database (${testProvider})`, () => {
   const children: AppProcess[] = [];
   beforeAll(async () => {
     // the in-process app only takes webhooks; the workers under test are child processes
-    s = await startStack({ env: { WORKER_ENABLED: 'false' } });
+    s = await startStack({ env: { ROLE: 'web' } });
   });
   afterAll(async () => {
     await Promise.all(children.map((c) => c.kill('SIGKILL')));
@@ -42,7 +42,7 @@ describe(`several processes on one database (${testProvider})`, () => {
   it('a worker killed with SIGKILL mid-drain loses nothing; duplicates are at most the in-flight count', async () => {
     const ws = await s.connectShop('crash.myshopify.com', { rateLimit: 100 });
     await ingest(s, 'crash.myshopify.com', 600, 'crash');
-    const first = await spawnApp(s.childEnv({ WORKER_ENABLED: 'true' }));
+    const first = await spawnApp(s.childEnv({ ROLE: 'all' }));
     children.push(first);
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 150, 30_000, '150 delivered');
     await first.kill('SIGKILL');
@@ -53,7 +53,7 @@ describe(`several processes on one database (${testProvider})`, () => {
     await s.app.db.shopDue.updateMany({ where: { leasedBy: { not: null } }, data: { leasedUntil: past } });
     await s.app.db.outboxMessage.updateMany({ where: { status: 'delivering' }, data: { lockedUntil: past } });
     const atKill = s.emulator.events({ workspaceId: ws.workspaceId }).length;
-    const second = await spawnApp(s.childEnv({ WORKER_ENABLED: 'true' }));
+    const second = await spawnApp(s.childEnv({ ROLE: 'all' }));
     children.push(second);
     const events = await s.until(
       () => {
@@ -84,7 +84,7 @@ describe(`several processes on one database (${testProvider})`, () => {
     await Promise.all([ingest(s, 'shared.myshopify.com', 200, 'shared'), ingest(s, 'shared-two.myshopify.com', 200, 'shared-two')]);
     // one lane each, so each process serves one shop (a process with free lanes takes every due shop);
     // a guard of 100 ms: room for the steps between a turn and its attempt's start (attemptStarts)
-    const env = s.childEnv({ WORKER_ENABLED: 'true', WORKER_LANES: '1', SERVICE_RATE_GUARD_MS: '100' });
+    const env = s.childEnv({ ROLE: 'all', WORKER_LANES: '1', SERVICE_RATE_GUARD_MS: '100' });
     const [a, b] = await Promise.all([spawnApp(env), spawnApp(env)]);
     children.push(a!, b!);
     await s.until(() => s.emulator.events({ workspaceId: ws.workspaceId }).length >= 400, 60_000, '400 delivered');

@@ -107,7 +107,7 @@ describe(`storefront trust (${testProvider})`, () => {
     // connector_pixel_claims_pending is a cached gauge (up to 15 s old: metrics-gauges.test.ts); the page's count is live
     expect((await s.api('GET', '/api/pixel', undefined, domain)).body.activity).toMatchObject({ claims_pending: 2, claims_vouched: 0 });
 
-    // PIXEL_CLAIM_MINUTES (30) later: the claims go, counted; the events wait out their own window
+    // PENDING_IDENTITY_MS (30 min) later: the claims go, counted; the events wait out their own window
     clock.advance(31 * MIN);
     expect(await s.app.sweepStorefront()).toMatchObject({ pendingIdentities: 2 });
     expect(await s.app.db.pixelClaim.count({ where: { shopId } })).toBe(0);
@@ -291,7 +291,7 @@ describe(`storefront trust (${testProvider})`, () => {
     expect(viewed!.email).toBe(email);
   }, 30_000);
 
-  it('asks the Admin API at most PIXEL_LOOKUPS_PER_MINUTE times a minute per shop, however many emails are claimed', async () => {
+  it('asks the Admin API at most its lookups a minute (4 here) per shop, however many emails are claimed', async () => {
     const { domain, key, shopId } = await shop();
     for (let i = 0; i < 7; i++) await sendBatch(s, batch(key, randomUUID(), [ev.view(MUG)], { email: `random.${i}@example.net` }));
     expect(s.shop.customerQueries(domain)).toBe(4);
@@ -328,12 +328,12 @@ describe(`storefront trust (${testProvider})`, () => {
     const { domain, key, workspaceId, shopId } = await shop();
     const email = 'busy.shopper@example.com';
     await customerWebhook(domain, email);
-    // 8 adds from two devices: 5 added_to_cart a day (PIXEL_EVENTS_PER_EMAIL_DAY), one cart abandonment
+    // 8 adds from two devices: 5 added_to_cart a day (the default this stack sets), one cart abandonment
     await sendBatch(s, batch(key, randomUUID(), [ev.add(MUG), ev.add(TOTE), ev.add(MUG), ev.add(TOTE)], { email }));
     await sendBatch(s, batch(key, randomUUID(), [ev.add(MUG), ev.add(TOTE), ev.add(MUG), ev.add(TOTE)], { email }));
     expect(await s.app.db.outboxMessage.count({ where: { shopId, eventName: 'added_to_cart' } })).toBe(5);
     expect(await s.app.db.outboxMessage.count({ where: { shopId, eventName: 'cart_abandoned' } })).toBe(1);
-    // a checkout ends that cart; the next cart would be a second abandonment of the day (PIXEL_ABANDONMENTS_PER_EMAIL_DAY = 1)
+    // a checkout ends that cart; the next cart would be a second abandonment of the day (1 a day here)
     const c = randomUUID();
     await sendBatch(s, batch(key, c, [ev.checkout()], { email }));
     await sendBatch(s, batch(key, c, [ev.add(MUG)], { email }));
@@ -348,6 +348,47 @@ describe(`storefront trust (${testProvider})`, () => {
     expect(await s.app.db.outboxMessage.count({ where: { shopId, eventName: 'added_to_cart' } })).toBe(6);
     expect(await s.app.db.outboxMessage.count({ where: { shopId, eventName: 'cart_abandoned' } })).toBe(2);
     await s.until(() => events(workspaceId, 'added_to_cart').length === 6, 5000, 'the adds within the limits');
+  });
+
+  it('a shop’s own storefront settings win over the deployment’s defaults, for that shop only', async () => {
+    const chosen = await shop();
+    const other = await shop();
+    const before = (await s.api('GET', '/api/settings', undefined, chosen.domain)).body;
+    // the deprecated variables set in this stack are the defaults of shops that have not chosen
+    expect(before).toMatchObject({
+      storefront_events_per_email_day: 5,
+      storefront_abandonments_per_email_day: 1,
+      cart_abandonment_delay_minutes: 60,
+    });
+    const put = await s.api(
+      'PUT',
+      '/api/settings',
+      { storefront_events_per_email_day: 2, cart_abandonment_delay_minutes: 15 },
+      chosen.domain,
+    );
+    expect(put.status).toBe(200);
+    const refused = await s.api('PUT', '/api/settings', { storefront_events_per_email_day: 0 }, chosen.domain);
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toMatch(/storefront_events_per_email_day/);
+    expect((await s.api('GET', '/api/settings', undefined, chosen.domain)).body).toMatchObject({
+      storefront_events_per_email_day: 2,
+      cart_abandonment_delay_minutes: 15,
+    });
+
+    const email = 'settings.shopper@example.com';
+    for (const sh of [chosen, other]) {
+      await customerWebhook(sh.domain, email);
+      await sendBatch(s, batch(sh.key, randomUUID(), [ev.add(MUG), ev.add(TOTE), ev.add(MUG), ev.add(TOTE)], { email }));
+    }
+    expect(await s.app.db.outboxMessage.count({ where: { shopId: chosen.shopId, eventName: 'added_to_cart' } })).toBe(2);
+    expect(await s.app.db.outboxMessage.count({ where: { shopId: other.shopId, eventName: 'added_to_cart' } })).toBe(4);
+    const cartDue = async (shopId: string) => {
+      const m = await s.app.db.outboxMessage.findFirstOrThrow({ where: { shopId, eventName: 'cart_abandoned' } });
+      return m.runAt.getTime() - clock.now().getTime();
+    };
+    // the cart's abandonment is due the shop's delay after the last add (stamped by the pixel a moment ago)
+    expect(Math.round((await cartDue(chosen.shopId)) / MIN)).toBe(15);
+    expect(Math.round((await cartDue(other.shopId)) / MIN)).toBe(60);
   });
 
   it('customers/redact erases the email’s claims, trust row and the claimants’ waiting events; data_request lists them first', async () => {

@@ -1,4 +1,9 @@
-import { ConfigError, loadConfig, loadDatabaseConfig, loadDevConfig, SANDBOX_DEFAULTS } from '../../src/config';
+import { ConfigError, DEFAULT_SCOPES, loadConfig, loadDatabaseConfig, loadDevConfig, SANDBOX_DEFAULTS } from '../../src/config';
+import { PIXEL_RATES } from '../../src/http/pixel.route';
+import { STOREFRONT_LOOKUPS_PER_MINUTE } from '../../src/integrations/shopify/products';
+import { DEFAULT_TUNING } from '../../src/outbox/delivery/tuning';
+import { DEFAULT_GUARD_MS } from '../../src/outbox/pacer';
+import { DEFAULT_SETTINGS } from '../../src/settings/settings';
 
 /** Every variable without a default, given: what a staging or production deploy sets. */
 const fullEnv = {
@@ -84,13 +89,46 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ...prodEnv, SHOPIFY_APP_URL: 'http://plain.example.com' })).toThrow(/SHOPIFY_APP_URL is invalid/);
   });
 
-  it('runs everything in one process by default, or the role ROLE names (WORKER_ENABLED=false is the old spelling of web)', () => {
+  it('runs everything in one process by default, or the role ROLE names; WORKER_ENABLED was removed, with the way forward', () => {
     expect(loadConfig(sandbox)).toMatchObject({ role: 'all', webEnabled: true, workerEnabled: true });
     expect(loadConfig({ ...sandbox, ROLE: 'web' })).toMatchObject({ role: 'web', webEnabled: true, workerEnabled: false });
     expect(loadConfig({ ...sandbox, ROLE: 'worker' })).toMatchObject({ role: 'worker', webEnabled: false, workerEnabled: true });
-    expect(loadConfig({ ...sandbox, WORKER_ENABLED: 'false' })).toMatchObject({ role: 'web', workerEnabled: false });
     expect(() => loadConfig({ ...sandbox, ROLE: 'both' })).toThrow(/^ROLE is invalid/);
-    expect(() => loadConfig({ ...sandbox, ROLE: 'web', WORKER_ENABLED: 'true' })).toThrow(/WORKER_ENABLED is a deprecated alias of ROLE/);
+    expect(() => loadConfig({ ...sandbox, WORKER_ENABLED: 'false' })).toThrow(/^WORKER_ENABLED was removed: set ROLE=web/);
+  });
+
+  it('takes the scopes as SHOPIFY_SCOPES or as SCOPES (the name Shopify’s CLI uses), the toml’s by default', () => {
+    expect(loadConfig(sandbox).shopify.scopes).toEqual(DEFAULT_SCOPES.split(','));
+    expect(loadConfig({ ...sandbox, SCOPES: 'read_orders,read_products' }).shopify.scopes).toEqual(['read_orders', 'read_products']);
+    expect(loadConfig({ ...sandbox, SHOPIFY_SCOPES: 'read_orders' }).shopify.scopes).toEqual(['read_orders']);
+    expect(() => loadConfig({ ...sandbox, SHOPIFY_SCOPES: 'read_orders', SCOPES: 'read_products' })).toThrow(/^SCOPES is invalid/);
+  });
+
+  it('takes a code constant by default; a deprecated variable still applies, and is named for the start-up log', () => {
+    const c = loadConfig(sandbox);
+    expect(c.deprecated).toEqual([]);
+    expect(c.worker.maxInFlight).toBe(DEFAULT_TUNING.maxInFlight);
+    expect(c.service.rateGuardMs).toBe(DEFAULT_GUARD_MS);
+    expect(c.pixel).toMatchObject({ ratePerIp: PIXEL_RATES.perIp, lookupsPerMinute: STOREFRONT_LOOKUPS_PER_MINUTE });
+    const old = loadConfig({ ...sandbox, SERVICE_RATE_GUARD_MS: '100', PIXEL_RATE_PER_IP: '5' });
+    expect(old.service.rateGuardMs).toBe(100);
+    expect(old.pixel.ratePerIp).toBe(5);
+    expect(old.deprecated).toEqual([
+      { variable: 'SERVICE_RATE_GUARD_MS', replacedBy: 'DEFAULT_GUARD_MS in src/outbox/pacer.ts' },
+      { variable: 'PIXEL_RATE_PER_IP', replacedBy: 'PIXEL_RATES in src/http/pixel.route.ts' },
+    ]);
+  });
+
+  it('makes the old storefront variables the defaults of the merchant’s settings they became', () => {
+    expect(loadConfig(sandbox).settingsDefaults).toEqual(DEFAULT_SETTINGS);
+    const c = loadConfig({ ...sandbox, PIXEL_BROWSE_DELAY_MINUTES: '30', PIXEL_ABANDONMENTS_PER_EMAIL_DAY: '2' });
+    expect(c.settingsDefaults).toMatchObject({
+      browse_abandonment_delay_minutes: 30,
+      cart_abandonment_delay_minutes: 60,
+      storefront_abandonments_per_email_day: 2,
+    });
+    expect(c.deprecated.map((d) => d.variable)).toEqual(['PIXEL_BROWSE_DELAY_MINUTES', 'PIXEL_ABANDONMENTS_PER_EMAIL_DAY']);
+    expect(() => loadConfig({ ...sandbox, PIXEL_CART_DELAY_MINUTES: '1' })).toThrow(/^PIXEL_CART_DELAY_MINUTES is invalid/);
   });
 
   it('reads the delivery, checkout and retention settings, with their defaults', () => {

@@ -130,7 +130,7 @@ export function isHtml(r: Pick<ResponseFacts, 'headers' | 'text'>): boolean {
  * `mayHaveArrived` of a 2xx that is not JSON: true only when the answer carries the service's
  * rate headers (the service itself answered oddly, and may have acted). A page from something in
  * front of the service (no such headers) means the request never reached it: such sends are not
- * counted against MAX_SENDS_PER_MESSAGE, which would otherwise kill every message of a proxy
+ * counted against DEFAULT_MAX_SENDS, which would otherwise kill every message of a proxy
  * outage after 8 tries instead of retrying for the full 24 h.
  */
 export function failureFromSuccess(r: ResponseFacts, json: 'required' | 'unless-text'): ServiceFailure | null {

@@ -39,6 +39,13 @@ export { withProductFields, type LineItemLike, type ProductFields } from './prod
 export type { DescribeResult, DescribeOutcome } from './product-describe';
 export type { Described, ProductFacts, ProductRef } from './product-facts';
 
+/**
+ * Admin API lookups storefront events may cause per shop and minute, in each worker process, for
+ * customers and for products each (products counted in query cost: a lookup of 100 ids is one).
+ * 0: only webhooks and the product cache answer.
+ */
+export const STOREFRONT_LOOKUPS_PER_MINUTE = 10;
+
 export const ENRICH_OUTCOMES = ['hit', 'fetched', 'no_scope', 'timeout', 'throttled', 'failed', 'cooling_off'] as const;
 export type EnrichOutcome = (typeof ENRICH_OUTCOMES)[number];
 
@@ -186,7 +193,7 @@ export function createProductCatalog(deps: ProductCatalogDeps): ProductCatalog {
     ttlMs,
     now,
     throttle,
-    lookupsPerMinute: deps.storefrontLookupsPerMinute ?? 10,
+    lookupsPerMinute: deps.storefrontLookupsPerMinute ?? STOREFRONT_LOOKUPS_PER_MINUTE,
     onCalls: (n) => metrics.pixelAdminCalls.inc({ kind: 'products' }, n),
     allowed: async (shop) => hasScopes(await grantedScope(shop).catch(() => undefined), FEATURE_SCOPES.product_images),
     session: async (shop) => {

@@ -28,13 +28,13 @@ export interface WorkerTuning {
   /** Longest a claimed batch waits for the workspace's next send before it is given back. */
   maxSendWaitMs: number;
   /**
-   * Requests a lane keeps in flight at most (WORKER_MAX_IN_FLIGHT). The pacer spaces sends; this
+   * Requests a lane keeps in flight at most. The pacer spaces sends; this
    * bounds how many wait on a slow service at once, so a slow service gets no pile of requests
    * that would time out and be sent again. At the baseline 10/s a service would need 3.2 s a
    * request to fill 32.
    */
   maxInFlight: number;
-  /** Floors and maximum ages of the delivery classes (DELIVERY_FLOOR_*, DELIVERY_MAX_AGE_HOURS_*). */
+  /** Floors and maximum ages of the delivery classes (DEFAULT_CLASS_POLICY by default). */
   classes: ClassPolicy;
 }
 

@@ -5,6 +5,9 @@
 // What changed becomes the plan's pendingIdentities (to write) and pendingIdentitiesDone (to delete).
 import { keyOf, type PendingIdentity, type StorefrontPlan } from './store';
 
+/** How long an email a visitor gave waits for Shopify to vouch for it, before it is deleted unvouched. */
+export const PENDING_IDENTITY_MS = 30 * 60_000;
+
 export class PendingIdentities {
   /** Client ids waiting on each email, by keyOf(shopId, emailKey). */
   private readonly byEmail = new Map<string, Set<string>>();

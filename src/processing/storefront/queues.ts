@@ -14,6 +14,12 @@ import { dataOf, waitingOf, waitingRow, type Waiting, type WaitsFor } from './wa
 import type { StoreEvent } from './wire';
 
 /**
+ * How long a storefront event waits, at most: for its visitor's vouched email, or for Shopify to
+ * describe its product. Past it the sweeper deletes it unsent (counted; logged once per shop).
+ */
+export const WAITING_EVENT_MS = 24 * 3_600_000;
+
+/**
  * When an event that waits for its product is looked up again: half a minute after it came (a
  * lookup still running then has cached its answer), then doubling to a quarter of an hour.
  */

@@ -74,8 +74,8 @@ export interface ShopperEventsDeps {
   trust: BatchTrust;
   /** Pending storefront abandonments of the batch's emails, by keyOf(shopId, email). */
   pending: Map<string, PendingAbandonment[]>;
-  browseDelayMs: number;
-  cartDelayMs: number;
+  /** A shop's settings until its merchant changes them: its abandonment delays and per-email limits among them. */
+  settingsDefaults: Settings;
   /** How long a view or add counts for back in stock and price drops (INTEREST_MS). */
   interestMs?: number;
   count(what: Count, n?: number): void;
@@ -95,7 +95,7 @@ export class ShopperEvents {
     if (!ctx) {
       ctx = {
         shop,
-        settings: parseStoredSettings(shop.settings?.data),
+        settings: parseStoredSettings(shop.settings?.data, this.deps.settingsDefaults),
         status: shop.connection!.status === 'connected' ? 'queued' : 'held',
         candidates: new Map(),
         shoppers: new Map(),
@@ -160,7 +160,7 @@ export class ShopperEvents {
       // a shopper with a pending cart abandonment is not also reminded of what they browsed
       if (on('browse_abandoned') && !s.cart) {
         s.browse ??= newBrowse(`pixel:browse:${digest(clientId, e.id)}`, e.at);
-        addView(s.browse, p, new Date(r.receivedAt.getTime() + this.deps.browseDelayMs));
+        addView(s.browse, p, new Date(r.receivedAt.getTime() + ctx.settings.browse_abandonment_delay_minutes * 60_000));
         ctx.touched.set(s.browse, { email, r, outcome });
       }
       return this.propose(ctx, m, outcome, counted, true);
@@ -168,7 +168,7 @@ export class ShopperEvents {
     if (e.kind === 'add') {
       this.cancel(ctx, s, 'browse', 'the shopper added to the cart');
       s.cart ??= newCart(`pixel:cart:${digest(clientId, e.id)}`, e.at);
-      addLine(s.cart, e.line, new Date(r.receivedAt.getTime() + this.deps.cartDelayMs));
+      addLine(s.cart, e.line, new Date(r.receivedAt.getTime() + ctx.settings.cart_abandonment_delay_minutes * 60_000));
       if (on('cart_abandoned')) ctx.touched.set(s.cart, { email, r, outcome });
       const m = this.message(ctx, r, email, {
         eventName: 'added_to_cart',
@@ -225,7 +225,8 @@ export class ShopperEvents {
       }
       const m = c.message;
       const kind = (STOREFRONT_ABANDONMENTS as readonly string[]).includes(m.eventName) ? 'abandonments' : 'events';
-      if (m.email !== null && !trust.spend(shopId, m.email, kind)) {
+      const limit = kind === 'events' ? ctx.settings.storefront_events_per_email_day : ctx.settings.storefront_abandonments_per_email_day;
+      if (m.email !== null && !trust.spend(shopId, m.email, kind, limit)) {
         // over the email's limit of the day: not sent
         ctx.stats.limited += 1;
         if (c.counted) count('accepted', -1);

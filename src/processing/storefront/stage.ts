@@ -5,19 +5,20 @@
 // - products: the pixel names products by id; every title, price and URL sent is Shopify's
 //   (resolve.ts). A product or variant the shop does not have is dropped and counted. One Shopify
 //   has not described yet (slow, throttled, failing, over budget) waits in its client's queue
-//   (queues.ts), at most PIXEL_ANONYMOUS_HOURS, and the visitor's later events wait behind it; a
+//   (queues.ts), at most WAITING_EVENT_MS, and the visitor's later events wait behind it; a
 //   later unit describes it (a retry receipt of its shop, retries.ts, or the client's next batch)
 //   and it goes the way it would have gone at once. The unit's deadline decides only when.
 // - identity (identities.ts): an email a batch gives is a pending identity (trust.ts) until Shopify
 //   vouches for it; a vouched email ties the batch's client id to it, and later batches of the
-//   client id count for it. A pending identity waits at most PIXEL_CLAIM_MINUTES, and so do the
-//   visitor's events (PixelEvent, at most PIXEL_ANONYMOUS_HOURS): a webhook of a later receipt that
+//   client id count for it. A pending identity waits at most PENDING_IDENTITY_MS, and so do the
+//   visitor's events (PixelEvent, at most WAITING_EVENT_MS): a webhook of a later receipt that
 //   names the email identifies the visitor then, stitching those events; the sweeper deletes
 //   whatever is never vouched for, unsent.
 // - events (shopper-events.ts): viewed_product, added_to_cart, and the browse and cart
-//   abandonments, within each email's daily limits (PIXEL_EVENTS_PER_EMAIL_DAY,
-//   PIXEL_ABANDONMENTS_PER_EMAIL_DAY).
+//   abandonments, within each email's daily limits (the shop's settings
+//   storefront_events_per_email_day and storefront_abandonments_per_email_day).
 // - consent: a batch whose visitor does not allow marketing sends nothing and keeps nothing.
+import type { Settings } from '../../settings/settings';
 import type { ReceiptOutcome } from '../../intake/receipt-store';
 import type { CustomerLookup } from '../../integrations/shopify/customer-lookup';
 import type { ProductCatalog } from '../../integrations/shopify/products';
@@ -53,12 +54,10 @@ export interface StorefrontStageDeps {
   anonymousMs: number;
   /** How long a client id stays tied to its email after it was last seen; also how long a vouch stands. */
   identityMs: number;
-  browseDelayMs: number;
-  cartDelayMs: number;
-  /** How long a pending identity waits for Shopify to vouch for its email (PIXEL_CLAIM_MINUTES). */
+  /** How long a pending identity waits for Shopify to vouch for its email (PENDING_IDENTITY_MS). */
   pendingIdentityMs: number;
-  eventsPerEmailDay: number;
-  abandonmentsPerEmailDay: number;
+  /** A shop's settings until its merchant changes them (abandonment delays, per-email limits). */
+  settingsDefaults: Settings;
   /** The jitter of the waiting events' backoff (Math.random; tests pin it). */
   random?: () => number;
 }
@@ -104,25 +103,14 @@ export function createStorefrontStage(deps: StorefrontStageDeps): StorefrontStag
     // the state, read once, and Shopify's answers within the deadline
     const plan = emptyStorefrontPlan();
     const counts = new UnitCounts();
-    const trust = new BatchTrust(
-      {
-        keys: deps.keys,
-        customers: deps.customers,
-        vouchMs: deps.identityMs,
-        eventsPerEmailDay: deps.eventsPerEmailDay,
-        abandonmentsPerEmailDay: deps.abandonmentsPerEmailDay,
-      },
-      store,
-      now,
-    );
+    const trust = new BatchTrust({ keys: deps.keys, customers: deps.customers, vouchMs: deps.identityMs }, store, now);
     const state = await loadUnitState(deps, unit, trust, plan, now, deadline);
     const events = new ShopperEvents({
       store,
       plan,
       trust,
       pending: state.abandonments,
-      browseDelayMs: deps.browseDelayMs,
-      cartDelayMs: deps.cartDelayMs,
+      settingsDefaults: deps.settingsDefaults,
       count: (what, n) => counts.count(what, n),
     });
     const identities = new Identities(

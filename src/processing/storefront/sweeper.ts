@@ -26,7 +26,7 @@ export interface StorefrontSweeperDeps {
 export interface SweepResult {
   events: number;
   visitors: number;
-  /** Pending identities never vouched for within PIXEL_CLAIM_MINUTES. */
+  /** Pending identities never vouched for within PENDING_IDENTITY_MS. */
   pendingIdentities: number;
   shoppers: number;
   /** Product interests past their 30 days (back in stock and price drops). */
@@ -152,7 +152,7 @@ export function createStorefrontSweeper(deps: StorefrontSweeperDeps): Storefront
         'warn',
         shopId,
         { shopId, events: n },
-        'storefront events dropped unsent: Shopify did not describe their products within their window (PIXEL_ANONYMOUS_HOURS)',
+        'storefront events dropped unsent: Shopify did not describe their products within their window (WAITING_EVENT_MS)',
       );
     }
     if (expired.pendingIdentities) deps.metrics.pixelClaims.inc({ outcome: 'expired' }, expired.pendingIdentities);

@@ -19,8 +19,6 @@ export interface TrustOptions {
   customers: CustomerLookup;
   /** How long a vouch stands without being renewed. */
   vouchMs: number;
-  eventsPerEmailDay: number;
-  abandonmentsPerEmailDay: number;
 }
 
 export type QuotaKind = 'events' | 'abandonments';
@@ -138,8 +136,8 @@ export class BatchTrust {
     return found;
   }
 
-  /** Takes one of the email's events or abandonments of the day; false when it has none left. */
-  spend(shopId: string, email: string, kind: QuotaKind): boolean {
+  /** Takes one of the email's events or abandonments of the day (the shop's `limit`); false when it has none left. */
+  spend(shopId: string, email: string, kind: QuotaKind, limit: number): boolean {
     const rk = this.rowKey(shopId, email);
     let q = this.quotas.get(rk);
     if (!q) {
@@ -148,7 +146,6 @@ export class BatchTrust {
       q = { shopId, emailKey: this.key(shopId, email), events: same ? row.events : 0, abandonments: same ? row.abandonments : 0 };
       this.quotas.set(rk, q);
     }
-    const limit = kind === 'events' ? this.opts.eventsPerEmailDay : this.opts.abandonmentsPerEmailDay;
     if (q[kind] >= limit) return false;
     q[kind] += 1;
     return true;

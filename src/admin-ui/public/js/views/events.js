@@ -109,6 +109,7 @@ export function mountEvents(card, ctx) {
       ),
       error,
     ),
+    storefrontForm(ctx),
   );
 
   ctx.bus.on('budget', (view) => {
@@ -157,5 +158,96 @@ function volumeLine(e) {
       { class: 'volume__bar', 'aria-hidden': 'true' },
       h('span', { style: `width: ${Math.max(share > 0 ? 1 : 0, Math.round(share * 100))}%` }),
     ),
+  );
+}
+
+/** The storefront's settings: the browse and cart abandonment delays and the per-email daily limits. */
+const STOREFRONT_FIELDS = [
+  {
+    name: 'browse_abandonment_delay_minutes',
+    label: 'Browse abandonment delay',
+    unit: 'minutes',
+    help: 'After a shopper\u2019s last product view, with nothing added to the cart.',
+  },
+  {
+    name: 'cart_abandonment_delay_minutes',
+    label: 'Cart abandonment delay',
+    unit: 'minutes',
+    help: 'After a shopper\u2019s last add to cart, with no checkout started.',
+  },
+  {
+    name: 'storefront_events_per_email_day',
+    label: 'Storefront events per shopper a day',
+    unit: 'events',
+    help: 'Views and adds to cart sent for one shopper\u2019s email in a day, at most.',
+  },
+  {
+    name: 'storefront_abandonments_per_email_day',
+    label: 'Abandonments per shopper a day',
+    unit: 'events',
+    help: 'Browse and cart abandonments sent for one shopper\u2019s email in a day, at most.',
+  },
+];
+
+function storefrontForm(ctx) {
+  const limits = ctx.catalog.storefront_settings;
+  const fields = STOREFRONT_FIELDS.map((f) => {
+    const r = limits[f.name];
+    const input = h('input', {
+      id: `setting-${f.name}`,
+      name: f.name,
+      type: 'number',
+      class: 'input input--narrow',
+      inputmode: 'numeric',
+      min: String(r.min),
+      max: String(r.max),
+      step: '1',
+      value: String(ctx.settings[f.name]),
+      'aria-describedby': `setting-${f.name}-help setting-${f.name}-error`,
+    });
+    const error = h('p', { id: `setting-${f.name}-error`, class: 'field-error', role: 'alert', hidden: true });
+    input.addEventListener('input', () => setFieldError(input, error, null));
+    const row = h(
+      'div',
+      { class: 'field' },
+      h('label', { for: input.id, class: 'label' }, f.label),
+      h('span', { class: 'input-suffix' }, input, h('span', { 'aria-hidden': 'true' }, f.unit)),
+      h('p', { id: `setting-${f.name}-help`, class: 'help' }, `${f.help} (${r.min}\u2013${r.max})`),
+      error,
+    );
+    return { ...f, r, input, error, row };
+  });
+  const save = h('button', { class: 'button', type: 'submit' }, 'Save storefront settings');
+
+  async function onSave(event) {
+    event.preventDefault();
+    const patch = {};
+    for (const f of fields) {
+      const v = Number(f.input.value);
+      if (!Number.isInteger(v) || v < f.r.min || v > f.r.max) {
+        setFieldError(f.input, f.error, `Enter a whole number from ${f.r.min} to ${f.r.max}.`);
+        f.input.focus();
+        return;
+      }
+      patch[f.name] = v;
+    }
+    await busy(save, async () => {
+      try {
+        const saved = await ctx.api.updateSettings(patch);
+        for (const f of fields) f.input.value = String(saved[f.name]);
+        announce('Storefront settings saved.');
+      } catch (err) {
+        setFieldError(fields[0].input, fields[0].error, err.message);
+        fields[0].input.focus();
+      }
+    });
+  }
+
+  return h(
+    'form',
+    { class: 'delay-form', novalidate: true, onsubmit: onSave, 'aria-labelledby': 'storefront-settings-title' },
+    h('h3', { class: 'subheading', id: 'storefront-settings-title' }, 'Storefront events'),
+    ...fields.map((f) => f.row),
+    h('div', { class: 'key-row' }, save),
   );
 }
