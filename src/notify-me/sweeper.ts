@@ -1,9 +1,8 @@
 // Subscriptions expire: NOTIFY_ME_KEEP_DAYS after the latest subscribe, a row nobody renewed is
-// deleted, notified or not. DELETEs on the expiresAt index, every few minutes, the oldest `chunk`
-// or so at a time with the event loop turning between them, so an idle table costs one indexed
-// look-up a tick, whatever the number of shops.
+// deleted, notified or not, every ten minutes, a chunk at a time (db/expiry.ts).
 import type { Db } from '../db/client';
-import { inChunks } from '../db/raw';
+import { deleteExpired, expiringTable } from '../db/expiry';
+import { periodicTask } from '../lib/periodic-task';
 import { LogOnce, LoopFailures } from '../observability/log-once';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
@@ -29,49 +28,19 @@ export function createSubscriptionSweeper(deps: SubscriptionSweeperDeps): Subscr
   const { db } = deps;
   const chunk = Math.max(1, deps.chunk ?? 5000);
   const failures = new LoopFailures(new LogOnce(deps.logger, 60 * 60_000), deps.metrics.loopFailures);
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
+  const subscriptions = expiringTable(db.stockSubscription);
 
   async function sweep(): Promise<number> {
-    const at = deps.now();
-    const deleted = await inChunks(async () => {
-      const edge = await db.stockSubscription.findFirst({
-        where: { expiresAt: { lte: at } },
-        orderBy: { expiresAt: 'asc' },
-        skip: chunk - 1,
-        select: { expiresAt: true },
-      });
-      const { count } = await db.stockSubscription.deleteMany({ where: { expiresAt: { lte: edge ? edge.expiresAt : at } } });
-      return { count, more: edge !== null };
-    });
+    const deleted = await deleteExpired(subscriptions, deps.now(), chunk);
     if (deleted) deps.logger.info({ deleted }, 'notify-me: expired back-in-stock subscriptions deleted');
     return deleted;
   }
 
-  const sweeper: SubscriptionSweeper = {
-    sweep: () => {
-      const p = running.then(sweep, sweep);
-      running = p.catch(() => undefined);
-      return p;
-    },
-    start() {
-      if (timer) return;
-      timer = setInterval(
-        () => {
-          sweeper
-            .sweep()
-            .catch((err: unknown) =>
-              failures.report('stock_sweep', err, 'back-in-stock subscription sweep failed; retried at the next tick', { level: 'warn' }),
-            );
-        },
-        deps.everyMs ?? 10 * 60_000,
-      );
-      timer.unref();
-    },
-    stop() {
-      clearInterval(timer);
-      timer = undefined;
-    },
-  };
-  return sweeper;
+  const task = periodicTask({
+    run: sweep,
+    everyMs: deps.everyMs ?? 10 * 60_000,
+    onFailure: (err) =>
+      failures.report('stock_sweep', err, 'back-in-stock subscription sweep failed; retried at the next tick', { level: 'warn' }),
+  });
+  return { sweep: task.run, start: task.start, stop: task.stop };
 }

@@ -13,6 +13,7 @@ import type { NewReceipt, ReceiptStore } from '../../intake/receipt-store';
 import { LogOnce, LoopFailures } from '../../observability/log-once';
 import type { Logger } from '../../observability/logger';
 import type { Metrics } from '../../observability/metrics';
+import { periodicTask } from '../../lib/periodic-task';
 import { PIXEL_RETRY_TOPIC } from './shopper-events';
 
 /** How often the pass looks for due events: well under PRODUCT_RETRY_BACKOFF's first wait. */
@@ -42,8 +43,6 @@ export function createProductRetries(deps: ProductRetriesDeps): ProductRetries {
   const everyMs = deps.everyMs ?? RETRY_PASS_MS;
   const sql = new Sql(deps.db, rawOf(deps.db).provider);
   const failures = new LoopFailures(new LogOnce(deps.logger, 60 * 60_000), deps.metrics.loopFailures);
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
 
   async function run(): Promise<number> {
     const now = deps.now();
@@ -77,27 +76,10 @@ export function createProductRetries(deps: ProductRetriesDeps): ProductRetries {
     return stored.size;
   }
 
-  const retries: ProductRetries = {
-    run: () => {
-      const p = running.then(run, run);
-      running = p.catch(() => undefined);
-      return p;
-    },
-    start() {
-      if (timer) return;
-      timer = setInterval(() => {
-        retries
-          .run()
-          .catch((err: unknown) =>
-            failures.report('pixel_retry', err, 'storefront product retries failed; tried again at the next tick', { level: 'warn' }),
-          );
-      }, everyMs);
-      timer.unref();
-    },
-    stop() {
-      clearInterval(timer);
-      timer = undefined;
-    },
-  };
-  return retries;
+  return periodicTask({
+    run,
+    everyMs,
+    onFailure: (err) =>
+      failures.report('pixel_retry', err, 'storefront product retries failed; tried again at the next tick', { level: 'warn' }),
+  });
 }

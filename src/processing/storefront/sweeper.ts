@@ -8,7 +8,8 @@
 // turns between them (on SQLite a statement holds it until done).
 import { Prisma } from '@prisma/client';
 import type { Db } from '../../db/client';
-import { inChunks } from '../../db/raw';
+import { deleteExpired, expiringTable, type ExpiringTable } from '../../db/expiry';
+import { periodicTask } from '../../lib/periodic-task';
 import { LogOnce, LoopFailures } from '../../observability/log-once';
 import type { Logger } from '../../observability/logger';
 import type { Metrics } from '../../observability/metrics';
@@ -44,31 +45,14 @@ export interface StorefrontSweeper {
 }
 
 export function createStorefrontSweeper(deps: StorefrontSweeperDeps): StorefrontSweeper {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
   const failures = new LoopFailures(new LogOnce(deps.logger, 60 * 60_000), deps.metrics.loopFailures);
   const chunk = Math.max(1, deps.chunk ?? 5000);
-  /** Rows expired by `at`, through the expiresAt index: each DELETE up to the `chunk`-th oldest expiry. */
-  const deleteExpired = (
-    table: {
-      /** The expiresAt of the `skip`-th oldest row expired by `at`, if there are that many. */
-      edge(at: Date, skip: number): Promise<{ expiresAt: Date } | null>;
-      deleteUpTo(at: Date): Promise<{ count: number }>;
-    },
-    at: Date,
-  ): Promise<number> =>
-    inChunks(async () => {
-      const edge = await table.edge(at, chunk - 1);
-      const { count } = await table.deleteUpTo(edge ? edge.expiresAt : at);
-      return { count, more: edge !== null };
-    });
   const expiredLog = new LogOnce(deps.logger, HOUR_MS, () => deps.now().getTime());
   /** Events dropped unsent after waiting their whole window for product data, by shop, in this sweep. */
   let unavailable = new Map<string, number>();
   /** Events past their window; those that waited for product data are counted per shop (in the hour of the sweep) first. */
-  const events = {
-    edge: (at: Date, skip: number) =>
-      deps.db.pixelEvent.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
+  const events: ExpiringTable = {
+    ...expiringTable(deps.db.pixelEvent),
     deleteUpTo: (at: Date) =>
       deps.db.$transaction(async (tx) => {
         const byShop = await tx.pixelEvent.groupBy({
@@ -87,40 +71,12 @@ export function createStorefrontSweeper(deps: StorefrontSweeperDeps): Storefront
         return res;
       }),
   };
-  const visitors = {
-    edge: (at: Date, skip: number) =>
-      deps.db.pixelVisitor.findFirst({
-        where: { expiresAt: { lte: at } },
-        orderBy: { expiresAt: 'asc' },
-        skip,
-        select: { expiresAt: true },
-      }),
-    deleteUpTo: (at: Date) => deps.db.pixelVisitor.deleteMany({ where: { expiresAt: { lte: at } } }),
-  };
-  const shoppers = {
-    edge: (at: Date, skip: number) =>
-      deps.db.pixelShopper.findFirst({
-        where: { expiresAt: { lte: at } },
-        orderBy: { expiresAt: 'asc' },
-        skip,
-        select: { expiresAt: true },
-      }),
-    deleteUpTo: (at: Date) => deps.db.pixelShopper.deleteMany({ where: { expiresAt: { lte: at } } }),
-  };
-  const interests = {
-    edge: (at: Date, skip: number) =>
-      deps.db.productInterest.findFirst({
-        where: { expiresAt: { lte: at } },
-        orderBy: { expiresAt: 'asc' },
-        skip,
-        select: { expiresAt: true },
-      }),
-    deleteUpTo: (at: Date) => deps.db.productInterest.deleteMany({ where: { expiresAt: { lte: at } } }),
-  };
+  const visitors = expiringTable(deps.db.pixelVisitor);
+  const shoppers = expiringTable(deps.db.pixelShopper);
+  const interests = expiringTable(deps.db.productInterest);
   /** Pending identities never vouched for: counted per shop (in the hour of the sweep), then deleted, a chunk at a time. */
-  const pendingIdentities = {
-    edge: (at: Date, skip: number) =>
-      deps.db.pixelClaim.findFirst({ where: { expiresAt: { lte: at } }, orderBy: { expiresAt: 'asc' }, skip, select: { expiresAt: true } }),
+  const pendingIdentities: ExpiringTable = {
+    ...expiringTable(deps.db.pixelClaim),
     deleteUpTo: (at: Date) =>
       deps.db.$transaction(async (tx) => {
         const byShop = await tx.pixelClaim.groupBy({ by: ['shopId'], where: { expiresAt: { lte: at } }, _count: { _all: true } });
@@ -138,11 +94,11 @@ export function createStorefrontSweeper(deps: StorefrontSweeperDeps): Storefront
     const at = deps.now();
     unavailable = new Map();
     const expired = {
-      events: await deleteExpired(events, at),
-      visitors: await deleteExpired(visitors, at),
-      pendingIdentities: await deleteExpired(pendingIdentities, at),
-      shoppers: await deleteExpired(shoppers, at),
-      interests: await deleteExpired(interests, at),
+      events: await deleteExpired(events, at, chunk),
+      visitors: await deleteExpired(visitors, at, chunk),
+      pendingIdentities: await deleteExpired(pendingIdentities, at, chunk),
+      shoppers: await deleteExpired(shoppers, at, chunk),
+      interests: await deleteExpired(interests, at, chunk),
     };
     await deps.db.pixelStat.deleteMany({ where: { hour: { lt: Math.floor(at.getTime() / HOUR_MS) - STATS_KEPT_HOURS } } });
     if (expired.events) deps.metrics.pixelEvents.inc({ outcome: 'expired' }, expired.events);
@@ -160,30 +116,10 @@ export function createStorefrontSweeper(deps: StorefrontSweeperDeps): Storefront
       deps.logger.info(expired, 'storefront: expired anonymous events, identities and pending identities never vouched for deleted');
     return expired;
   }
-  const sweeper: StorefrontSweeper = {
-    sweep: () => {
-      const p = running.then(sweep, sweep);
-      running = p.catch(() => undefined);
-      return p;
-    },
-    start() {
-      if (timer) return;
-      timer = setInterval(
-        () => {
-          sweeper
-            .sweep()
-            .catch((err: unknown) =>
-              failures.report('pixel_sweep', err, 'storefront expiry sweep failed; retried at the next tick', { level: 'warn' }),
-            );
-        },
-        deps.everyMs ?? 5 * 60_000,
-      );
-      timer.unref();
-    },
-    stop() {
-      clearInterval(timer);
-      timer = undefined;
-    },
-  };
-  return sweeper;
+  const task = periodicTask({
+    run: sweep,
+    everyMs: deps.everyMs ?? 5 * 60_000,
+    onFailure: (err) => failures.report('pixel_sweep', err, 'storefront expiry sweep failed; retried at the next tick', { level: 'warn' }),
+  });
+  return { sweep: task.run, start: task.start, stop: task.stop };
 }
