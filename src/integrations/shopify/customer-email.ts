@@ -2,13 +2,11 @@
 // `customer(id:)` call reading `defaultEmailAddress` (the `email` field is deprecated since
 // 2025-01). For the storefront's notify-me form, where Shopify signs the logged-in customer's id
 // but not their email.
-import type { Session } from '@shopify/shopify-api';
 import { normalizeEmail } from '../../mapping/email';
 import type { Logger } from '../../observability/logger';
 import type { ShopifyApi } from './api';
-import { adminRequest, AdminDeadlineError, AdminThrottledError, ThrottleTracker } from './admin-graphql';
-import { describeShopifyError } from './errors';
-import { hasScopes } from './scopes';
+import { adminRequest, ThrottleTracker } from './admin-graphql';
+import { lookUp, type LookupUnanswered } from './admin-lookup';
 import type { OfflineTokens } from './tokens';
 
 /** `gid://shopify/<type>/123` → `123` (exact: never through a JS number); null when it is not one. */
@@ -22,7 +20,7 @@ export const CUSTOMER_EMAIL_QUERY = `#graphql
     customer(id: $id) { id defaultEmailAddress { emailAddress } }
   }`;
 
-export type CustomerEmailUnavailable = 'no_session' | 'no_scope' | 'over_budget' | 'throttled' | 'timeout' | 'failed';
+export type CustomerEmailUnavailable = LookupUnanswered;
 
 export type CustomerEmailResult =
   /** The customer's email, trimmed and lower-cased. */
@@ -63,41 +61,22 @@ export function createCustomerEmailLookup(deps: CustomerEmailDeps): CustomerEmai
   const throttle = new ThrottleTracker();
   return {
     async emailOf(shop, customerId, deadline) {
-      let session: Session | null;
-      try {
-        session = await deps.tokens.getOfflineSession(shop.domain);
-      } catch {
-        session = null;
-      }
-      if (!session) return { kind: 'unavailable', reason: 'no_session' };
-      if (!hasScopes(session.scope, ['read_customers'])) return { kind: 'unavailable', reason: 'no_scope' };
-      if (deps.budget && !deps.budget(shop.id)) return { kind: 'unavailable', reason: 'over_budget' };
-      const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now()));
-      try {
-        const res = await adminRequest<Data>(deps.shopify, session, CUSTOMER_EMAIL_QUERY, {
-          variables: { id: `gid://shopify/Customer/${customerId}` },
-          signal: controller.signal,
-          deadline,
-          throttle,
-          expectedCost: 2,
-        });
-        return parseCustomerEmail(customerId, res.data);
-      } catch (err) {
-        const reason: CustomerEmailUnavailable =
-          err instanceof AdminThrottledError
-            ? 'throttled'
-            : err instanceof AdminDeadlineError || controller.signal.aborted
-              ? 'timeout'
-              : 'failed';
-        logger.warn(
-          { shop: shop.domain, reason, failure: reason === 'failed' ? describeShopifyError(err) : (err as Error).message },
-          "customer email lookup unanswered; the logged-in customer's notify-me request is refused for now",
-        );
-        return { kind: 'unavailable', reason };
-      } finally {
-        clearTimeout(timer);
-      }
+      const res = await lookUp(
+        { ...deps, logger },
+        shop,
+        ['read_customers'],
+        deadline,
+        "customer email lookup unanswered; the logged-in customer's notify-me request is refused for now",
+        (session, signal) =>
+          adminRequest<Data>(deps.shopify, session, CUSTOMER_EMAIL_QUERY, {
+            variables: { id: `gid://shopify/Customer/${customerId}` },
+            signal,
+            deadline,
+            throttle,
+            expectedCost: 2,
+          }),
+      );
+      return res.ok ? parseCustomerEmail(customerId, res.value.data) : { kind: 'unavailable', reason: res.reason };
     },
   };
 }

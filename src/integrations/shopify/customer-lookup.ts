@@ -8,9 +8,8 @@ import { normalizeEmail } from '../../mapping/email';
 import type { Logger } from '../../observability/logger';
 import { TokenBuckets } from '../../lib/rate-limit';
 import type { ShopifyApi } from './api';
-import { adminRequest, AdminDeadlineError, AdminThrottledError, ThrottleTracker } from './admin-graphql';
-import { describeShopifyError } from './errors';
-import { hasScopes } from './scopes';
+import { adminRequest, ThrottleTracker } from './admin-graphql';
+import { beforeDeadline, lookupSession, unanswered } from './admin-lookup';
 import type { OfflineTokens } from './tokens';
 
 export const MAX_EMAILS_PER_CALL = 25;
@@ -87,46 +86,30 @@ export function createCustomerLookup(deps: CustomerLookupDeps): CustomerLookup {
       };
       if (emails.length === 0) return result;
       if (deps.perMinute <= 0) return { ...result, outcome: 'over_budget' };
-      let session: Session | null;
+      const session = await lookupSession(deps.tokens, shop.domain, ['read_customers']);
+      if (typeof session === 'string') return { ...result, outcome: session };
       try {
-        session = await deps.tokens.getOfflineSession(shop.domain);
-      } catch {
-        session = null;
-      }
-      if (!session) return { ...result, outcome: 'no_session' };
-      if (!hasScopes(session.scope, ['read_customers'])) return { ...result, outcome: 'no_scope' };
-      const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now()));
-      try {
-        for (let i = 0; i < emails.length; i += MAX_EMAILS_PER_CALL) {
-          if (!budget.take(shop.id)) {
-            result.outcome = result.apiCalls ? 'answered' : 'over_budget';
-            return result;
+        await beforeDeadline(deadline, async (signal) => {
+          for (let i = 0; i < emails.length; i += MAX_EMAILS_PER_CALL) {
+            if (!budget.take(shop.id)) {
+              result.outcome = result.apiCalls ? 'answered' : 'over_budget';
+              return;
+            }
+            const chunk = emails.slice(i, i + MAX_EMAILS_PER_CALL);
+            const found = await ask(session, chunk, deadline, signal);
+            result.apiCalls += 1;
+            for (const e of chunk) {
+              result.unresolved.delete(e);
+              (found.has(e) ? result.found : result.notFound).add(e);
+            }
           }
-          const chunk = emails.slice(i, i + MAX_EMAILS_PER_CALL);
-          const found = await ask(session, chunk, deadline, controller.signal);
-          result.apiCalls += 1;
-          for (const e of chunk) {
-            result.unresolved.delete(e);
-            (found.has(e) ? result.found : result.notFound).add(e);
-          }
-        }
-        result.outcome = 'answered';
+          result.outcome = 'answered';
+        });
         return result;
       } catch (err) {
-        const outcome: CustomerLookupOutcome =
-          err instanceof AdminThrottledError
-            ? 'throttled'
-            : err instanceof AdminDeadlineError || controller.signal.aborted
-              ? 'timeout'
-              : 'failed';
-        logger.warn(
-          { shop: shop.domain, outcome, failure: outcome === 'failed' ? describeShopifyError(err) : (err as Error).message },
-          'customer lookup unanswered; the storefront identities stay pending',
-        );
+        const { reason: outcome, failure } = unanswered(err);
+        logger.warn({ shop: shop.domain, outcome, failure }, 'customer lookup unanswered; the storefront identities stay pending');
         return { ...result, outcome };
-      } finally {
-        clearTimeout(timer);
       }
     },
   };

@@ -3,12 +3,10 @@
 // names is the browser's claim; a subscription is stored only for a variant Shopify confirms.
 // Answers are remembered in this process for a short while (a sold-out variant, or none), so a
 // popular sold-out product costs one call a minute, not one per shopper.
-import type { Session } from '@shopify/shopify-api';
 import type { Logger } from '../../observability/logger';
 import type { ShopifyApi } from './api';
-import { adminRequest, AdminDeadlineError, AdminThrottledError, ThrottleTracker } from './admin-graphql';
-import { describeShopifyError } from './errors';
-import { hasScopes } from './scopes';
+import { adminRequest, ThrottleTracker } from './admin-graphql';
+import { lookUp, type LookupUnanswered } from './admin-lookup';
 import type { OfflineTokens } from './tokens';
 
 /** `gid://shopify/<type>/123` → `123` (exact: never through a JS number); null when it is not one. */
@@ -42,7 +40,7 @@ export interface ShopVariant {
   price: number | null;
 }
 
-export type VariantUnavailable = 'no_session' | 'no_scope' | 'over_budget' | 'throttled' | 'timeout' | 'failed';
+export type VariantUnavailable = LookupUnanswered;
 
 export type VariantLookupResult =
   | { kind: 'found'; variant: ShopVariant }
@@ -130,45 +128,27 @@ export function createVariantLookup(deps: VariantLookupDeps): VariantLookup {
       const key = `${shop.id}\u0000${variantId}`;
       const hit = opts.fresh ? undefined : memo.get(key);
       if (hit && hit.until > nowMs()) return hit.result;
-      let session: Session | null;
-      try {
-        session = await deps.tokens.getOfflineSession(shop.domain);
-      } catch {
-        session = null;
-      }
-      if (!session) return { kind: 'unavailable', reason: 'no_session' };
-      if (!hasScopes(session.scope, ['read_products'])) return { kind: 'unavailable', reason: 'no_scope' };
-      if (deps.budget && !deps.budget(shop.id)) return { kind: 'unavailable', reason: 'over_budget' };
-      const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now()));
-      try {
-        const res = await adminRequest<Data>(deps.shopify, session, VARIANT_QUERY, {
-          variables: { id: `gid://shopify/ProductVariant/${variantId}` },
-          signal: controller.signal,
-          deadline,
-          throttle,
-          expectedCost: EXPECTED_COST,
-        });
-        const result = parseVariant(variantId, res.data);
-        // a variant on sale is asked again next time: the form shows only for sold-out ones, so one
-        // that was on sale a moment ago has just sold out, and the shopper must not be told otherwise
-        if (result.kind === 'unknown' || (result.kind === 'found' && !result.variant.availableForSale)) remember(key, result);
-        return result;
-      } catch (err) {
-        const reason: VariantUnavailable =
-          err instanceof AdminThrottledError
-            ? 'throttled'
-            : err instanceof AdminDeadlineError || controller.signal.aborted
-              ? 'timeout'
-              : 'failed';
-        logger.warn(
-          { shop: shop.domain, reason, failure: reason === 'failed' ? describeShopifyError(err) : (err as Error).message },
-          'variant lookup unanswered; the notify-me request is refused for now',
-        );
-        return { kind: 'unavailable', reason };
-      } finally {
-        clearTimeout(timer);
-      }
+      const res = await lookUp(
+        { ...deps, logger },
+        shop,
+        ['read_products'],
+        deadline,
+        'variant lookup unanswered; the notify-me request is refused for now',
+        (session, signal) =>
+          adminRequest<Data>(deps.shopify, session, VARIANT_QUERY, {
+            variables: { id: `gid://shopify/ProductVariant/${variantId}` },
+            signal,
+            deadline,
+            throttle,
+            expectedCost: EXPECTED_COST,
+          }),
+      );
+      if (!res.ok) return { kind: 'unavailable', reason: res.reason };
+      const result = parseVariant(variantId, res.value.data);
+      // a variant on sale is asked again next time: the form shows only for sold-out ones, so one
+      // that was on sale a moment ago has just sold out, and the shopper must not be told otherwise
+      if (result.kind === 'unknown' || (result.kind === 'found' && !result.variant.availableForSale)) remember(key, result);
+      return result;
     },
   };
 }
