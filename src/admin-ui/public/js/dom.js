@@ -140,3 +140,14 @@ export function setFieldError(input, errorEl, message) {
   if (message) input.setAttribute('aria-invalid', 'true');
   else input.removeAttribute('aria-invalid');
 }
+
+/** A figure of a card's tiles: its label, its value, a note under it if given, and a tone. */
+export function statTile(id, label, value, note = null, tone = null) {
+  return h(
+    'div',
+    { class: `stat${tone ? ` stat--${tone}` : ''}`, id },
+    h('dt', { class: 'stat__label' }, label),
+    h('dd', { class: 'stat__value' }, value),
+    note === null || note === undefined ? null : h('dd', { class: 'stat__note' }, note),
+  );
+}

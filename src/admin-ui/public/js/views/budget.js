@@ -5,7 +5,7 @@
 // answer to the events card (bus 'budget') for the 7-day volumes.
 // Its tiles and the four rows of its table are laid out at mount with placeholders, so the card
 // keeps its height when the numbers arrive; only a warning, when there is one, adds its banner.
-import { announce, formatDuration, h, render, renderBusy, skeleton, slot } from '../dom.js';
+import { announce, formatDuration, h, render, renderBusy, skeleton, slot, statTile } from '../dom.js';
 
 const CLASSES = [
   ['critical', 'Critical', 'orders, shipping, privacy, tests'],
@@ -46,16 +46,6 @@ const percent = (part, whole) => {
   return p < 1 ? '<1%' : `${Math.round(p)}%`;
 };
 
-function tile(id, label, value, note) {
-  return h(
-    'div',
-    { class: 'stat', id },
-    h('dt', { class: 'stat__label' }, label),
-    h('dd', { class: 'stat__value' }, value),
-    h('dd', { class: 'stat__note' }, note),
-  );
-}
-
 /** The tiles, the status line and the table; `view` null: placeholders in every value. */
 function layout(view) {
   const bar = (w = '3em') => skeleton(w);
@@ -76,15 +66,15 @@ function layout(view) {
   const tiles = h(
     'dl',
     { class: 'stats stats--budget' },
-    tile(
+    statTile(
       'budget-limit',
       'Limit',
       known ? `${num(view.limit_per_sec)} a second` : bar('5em'),
       known ? `${num(perHour)} requests an hour` : bar('70%'),
     ),
-    tile('budget-sent', 'Sent, last hour', known ? num(sent) : bar(), known ? `${percent(sent, perHour)} of the limit` : bar('60%')),
-    tile('budget-waiting', 'Waiting now', known ? num(waiting) : bar(), known ? `${num(scheduled)} scheduled for later` : bar('70%')),
-    tile(
+    statTile('budget-sent', 'Sent, last hour', known ? num(sent) : bar(), known ? `${percent(sent, perHour)} of the limit` : bar('60%')),
+    statTile('budget-waiting', 'Waiting now', known ? num(waiting) : bar(), known ? `${num(scheduled)} scheduled for later` : bar('70%')),
+    statTile(
       'budget-shops',
       'Shared by',
       known ? plural(view.shops_in_workspace, 'shop', 'shops') : bar('4em'),

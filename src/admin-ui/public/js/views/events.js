@@ -2,7 +2,8 @@
 // from), what each sent over the last 7 days with its share of the delivery budget (from the
 // budget card's answer, one line per row that is there from the start), and the
 // abandoned-checkout delay. A saved switch is told to the other cards (bus 'settings').
-import { announce, busy, h, humanize, render, setFieldError, skeleton, slot } from '../dom.js';
+import { h, humanize, render, skeleton, slot } from '../dom.js';
+import { numberSettingsForm } from './number-settings.js';
 import { switchList } from './switches.js';
 
 const DESCRIPTIONS = {
@@ -57,59 +58,40 @@ export function mountEvents(card, ctx) {
     },
   });
 
-  const delay = h('input', {
-    id: 'abandonment-delay',
-    name: 'abandonment_delay_minutes',
-    type: 'number',
-    class: 'input input--narrow',
-    inputmode: 'numeric',
-    min: String(limits.min),
-    max: String(limits.max),
-    step: '1',
-    value: String(ctx.settings.abandonment_delay_minutes),
-    'aria-describedby': 'abandonment-delay-help abandonment-delay-error',
-  });
-  const error = h('p', { id: 'abandonment-delay-error', class: 'field-error', role: 'alert', hidden: true });
-  const save = h('button', { class: 'button', type: 'submit' }, 'Save delay');
-  delay.addEventListener('input', () => setFieldError(delay, error, null));
-
-  async function onSave(event) {
-    event.preventDefault();
-    const minutes = Number(delay.value);
-    if (!Number.isInteger(minutes) || minutes < limits.min || minutes > limits.max) {
-      setFieldError(delay, error, `Enter a whole number of minutes from ${limits.min} to ${limits.max}.`);
-      delay.focus();
-      return;
-    }
-    await busy(save, async () => {
-      try {
-        const saved = await api.updateSettings({ abandonment_delay_minutes: minutes });
-        delay.value = String(saved.abandonment_delay_minutes);
-        announce(`Abandoned checkout delay saved: ${saved.abandonment_delay_minutes} minutes.`);
-      } catch (err) {
-        setFieldError(delay, error, err.message);
-        delay.focus();
-      }
-    });
-  }
-
   render(
     body,
     list.element,
     h('p', { class: 'help' }, 'The test event (connector_test) is always sent.'),
-    h(
-      'form',
-      { class: 'delay-form', novalidate: true, onsubmit: onSave },
-      h('label', { for: 'abandonment-delay', class: 'label' }, 'Abandoned checkout delay'),
-      h('div', { class: 'key-row' }, h('span', { class: 'input-suffix' }, delay, h('span', { 'aria-hidden': 'true' }, 'minutes')), save),
-      h(
-        'p',
-        { id: 'abandonment-delay-help', class: 'help' },
-        `How long after a checkout's last activity it counts as abandoned, in minutes (${limits.min}\u2013${limits.max}).`,
-      ),
-      error,
-    ),
-    storefrontForm(ctx),
+    numberSettingsForm({
+      fields: [
+        {
+          name: 'abandonment_delay_minutes',
+          id: 'abandonment-delay',
+          label: 'Abandoned checkout delay',
+          unit: 'minutes',
+          help: `How long after a checkout's last activity it counts as abandoned, in minutes (${limits.min}\u2013${limits.max}).`,
+          limits,
+        },
+      ],
+      values: ctx.settings,
+      saveLabel: 'Save delay',
+      save: (patch) => api.updateSettings(patch),
+      savedMessage: (saved) => `Abandoned checkout delay saved: ${saved.abandonment_delay_minutes} minutes.`,
+    }).element,
+    numberSettingsForm({
+      formId: 'storefront-settings',
+      title: 'Storefront events',
+      fields: STOREFRONT_FIELDS.map((f) => ({
+        ...f,
+        id: `setting-${f.name}`,
+        limits: catalog.storefront_settings[f.name],
+        help: `${f.help} (${catalog.storefront_settings[f.name].min}\u2013${catalog.storefront_settings[f.name].max})`,
+      })),
+      values: ctx.settings,
+      saveLabel: 'Save storefront settings',
+      save: (patch) => api.updateSettings(patch),
+      savedMessage: () => 'Storefront settings saved.',
+    }).element,
   );
 
   ctx.bus.on('budget', (view) => {
@@ -188,66 +170,3 @@ const STOREFRONT_FIELDS = [
     help: 'Browse and cart abandonments sent for one shopper\u2019s email in a day, at most.',
   },
 ];
-
-function storefrontForm(ctx) {
-  const limits = ctx.catalog.storefront_settings;
-  const fields = STOREFRONT_FIELDS.map((f) => {
-    const r = limits[f.name];
-    const input = h('input', {
-      id: `setting-${f.name}`,
-      name: f.name,
-      type: 'number',
-      class: 'input input--narrow',
-      inputmode: 'numeric',
-      min: String(r.min),
-      max: String(r.max),
-      step: '1',
-      value: String(ctx.settings[f.name]),
-      'aria-describedby': `setting-${f.name}-help setting-${f.name}-error`,
-    });
-    const error = h('p', { id: `setting-${f.name}-error`, class: 'field-error', role: 'alert', hidden: true });
-    input.addEventListener('input', () => setFieldError(input, error, null));
-    const row = h(
-      'div',
-      { class: 'field' },
-      h('label', { for: input.id, class: 'label' }, f.label),
-      h('span', { class: 'input-suffix' }, input, h('span', { 'aria-hidden': 'true' }, f.unit)),
-      h('p', { id: `setting-${f.name}-help`, class: 'help' }, `${f.help} (${r.min}\u2013${r.max})`),
-      error,
-    );
-    return { ...f, r, input, error, row };
-  });
-  const save = h('button', { class: 'button', type: 'submit' }, 'Save storefront settings');
-
-  async function onSave(event) {
-    event.preventDefault();
-    const patch = {};
-    for (const f of fields) {
-      const v = Number(f.input.value);
-      if (!Number.isInteger(v) || v < f.r.min || v > f.r.max) {
-        setFieldError(f.input, f.error, `Enter a whole number from ${f.r.min} to ${f.r.max}.`);
-        f.input.focus();
-        return;
-      }
-      patch[f.name] = v;
-    }
-    await busy(save, async () => {
-      try {
-        const saved = await ctx.api.updateSettings(patch);
-        for (const f of fields) f.input.value = String(saved[f.name]);
-        announce('Storefront settings saved.');
-      } catch (err) {
-        setFieldError(fields[0].input, fields[0].error, err.message);
-        fields[0].input.focus();
-      }
-    });
-  }
-
-  return h(
-    'form',
-    { class: 'delay-form', novalidate: true, onsubmit: onSave, 'aria-labelledby': 'storefront-settings-title' },
-    h('h3', { class: 'subheading', id: 'storefront-settings-title' }, 'Storefront events'),
-    ...fields.map((f) => f.row),
-    h('div', { class: 'key-row' }, save),
-  );
-}

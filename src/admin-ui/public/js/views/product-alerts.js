@@ -5,7 +5,8 @@
 // price-drop threshold (saved through PUT /api/settings).
 // Everything is laid out at mount: the tiles with placeholders, and both tables in regions of a
 // fixed height that scroll, so neither the number of rows nor an empty state moves the page.
-import { announce, busy, h, render, renderBusy, setFieldError, skeleton, slot, timeAgo } from '../dom.js';
+import { announce, h, render, renderBusy, skeleton, slot, statTile, timeAgo } from '../dom.js';
+import { numberSettingsForm } from './number-settings.js';
 
 const EVENTS = [
   ['back_in_stock', 'Back in stock'],
@@ -34,16 +35,6 @@ const productName = (r) => r.product_title ?? `Product ${r.product_id}`;
 /** Shopify names the only variant of a product "Default Title": nothing worth showing. */
 const variantName = (r) => (r.variant_title && r.variant_title !== 'Default Title' ? r.variant_title : null);
 
-function tile(id, label, value, note) {
-  return h(
-    'div',
-    { class: 'stat', id },
-    h('dt', { class: 'stat__label' }, label),
-    h('dd', { class: 'stat__value' }, value),
-    h('dd', { class: 'stat__note' }, note),
-  );
-}
-
 /** The tiles; `view` null: placeholders. `events` the event switches, to say when one is off. */
 function tiles(view, events) {
   const known = view !== null;
@@ -51,7 +42,7 @@ function tiles(view, events) {
   return h(
     'dl',
     { class: 'stats alerts-stats' },
-    tile(
+    statTile(
       'alerts-waiting',
       'Waiting subscribers',
       known ? num(t.waiting_subscribers) : skeleton('3em'),
@@ -64,7 +55,7 @@ function tiles(view, events) {
         : events[name] === false
           ? 'Off in the Events card'
           : `${num(e.delivered)} delivered \u00b7 ${num(e.waiting)} waiting`;
-      return tile(`alerts-${name}`, `${label}, ${t?.window_days ?? 7} days`, known ? num(e.queued) : skeleton('3em'), note);
+      return statTile(`alerts-${name}`, `${label}, ${t?.window_days ?? 7} days`, known ? num(e.queued) : skeleton('3em'), note);
     }),
   );
 }
@@ -239,41 +230,24 @@ export function mountProductAlerts(card, ctx) {
   const waiting = region('alerts-waiting-list', 'Subscriptions waiting for a restock', waitingTable(null), true);
   const recent = region('alerts-recent-list', 'Last restocks and price drops', recentTable(null), true);
 
-  const threshold = h('input', {
-    id: 'price-drop-threshold',
-    name: 'price_drop_threshold_percent',
-    type: 'number',
-    class: 'input input--narrow',
-    inputmode: 'numeric',
-    min: String(limits.min),
-    max: String(limits.max),
-    step: '1',
-    value: String(ctx.settings.price_drop_threshold_percent),
-    'aria-describedby': 'price-drop-threshold-help price-drop-threshold-error',
+  const thresholdForm = numberSettingsForm({
+    formId: 'price-drop-form',
+    fields: [
+      {
+        name: 'price_drop_threshold_percent',
+        id: 'price-drop-threshold',
+        label: 'Price drop threshold',
+        unit: '%',
+        help: `price_dropped goes out when a variant’s price falls by at least this share of its price before (${limits.min}\u2013${limits.max}%).`,
+        limits,
+      },
+    ],
+    values: ctx.settings,
+    saveLabel: 'Save threshold',
+    saveId: 'save-price-drop-threshold',
+    save: (patch) => api.updateSettings(patch),
+    savedMessage: (saved) => `Price drop threshold saved: ${saved.price_drop_threshold_percent}%.`,
   });
-  const error = h('p', { id: 'price-drop-threshold-error', class: 'field-error', role: 'alert', hidden: true });
-  const save = h('button', { class: 'button', type: 'submit', id: 'save-price-drop-threshold' }, 'Save threshold');
-  threshold.addEventListener('input', () => setFieldError(threshold, error, null));
-
-  async function onSave(event) {
-    event.preventDefault();
-    const percent = Number(threshold.value);
-    if (threshold.value.trim() === '' || !Number.isInteger(percent) || percent < limits.min || percent > limits.max) {
-      setFieldError(threshold, error, `Enter a whole number of percent from ${limits.min} to ${limits.max}.`);
-      threshold.focus();
-      return;
-    }
-    await busy(save, async () => {
-      try {
-        const saved = await api.updateSettings({ price_drop_threshold_percent: percent });
-        threshold.value = String(saved.price_drop_threshold_percent);
-        announce(`Price drop threshold saved: ${saved.price_drop_threshold_percent}%.`);
-      } catch (err) {
-        setFieldError(threshold, error, err.message);
-        threshold.focus();
-      }
-    });
-  }
 
   renderBusy(
     body,
@@ -289,18 +263,7 @@ export function mountProductAlerts(card, ctx) {
       { class: 'help' },
       'Shopify’s reports of the last week, newest first. A restock sold out again before it was announced, or a report repeated, sends nothing.',
     ),
-    h(
-      'form',
-      { class: 'delay-form', id: 'price-drop-form', novalidate: true, onsubmit: onSave },
-      h('label', { for: 'price-drop-threshold', class: 'label' }, 'Price drop threshold'),
-      h('div', { class: 'key-row' }, h('span', { class: 'input-suffix' }, threshold, h('span', { 'aria-hidden': 'true' }, '%')), save),
-      h(
-        'p',
-        { id: 'price-drop-threshold-help', class: 'help' },
-        `price_dropped goes out when a variant’s price falls by at least this share of its price before (${limits.min}\u2013${limits.max}%).`,
-      ),
-      error,
-    ),
+    thresholdForm.element,
   );
 
   function show() {
@@ -349,8 +312,7 @@ export function mountProductAlerts(card, ctx) {
   bus.on('connection', refresh);
   bus.on('settings', (settings) => {
     if (settings?.events) events = { ...settings.events };
-    if (settings?.price_drop_threshold_percent !== undefined && document.activeElement !== threshold)
-      threshold.value = String(settings.price_drop_threshold_percent);
+    thresholdForm.set(settings);
     show();
   });
   return { refresh };

@@ -1,7 +1,7 @@
 // Activity stats: queue and outcome counts, latency percentiles, and deliveries per hour over
 // the last 24 hours as a small inline SVG bar chart (with a text alternative). Before the first
 // answer the same tiles and chart are laid out with placeholders (renderStatsPlaceholder).
-import { formatMs, h, render, renderBusy, skeleton } from '../dom.js';
+import { formatMs, h, render, renderBusy, skeleton, statTile } from '../dom.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 function s(tag, attrs = {}, ...children) {
@@ -74,16 +74,6 @@ export function hourlyChart(hourly) {
   return h('figure', { class: 'chart-figure' }, svg, h('figcaption', { class: 'help' }, summary));
 }
 
-function tile(id, label, value, { tone, note } = {}) {
-  return h(
-    'div',
-    { class: `stat${tone ? ` stat--${tone}` : ''}`, id },
-    h('dt', { class: 'stat__label' }, label),
-    h('dd', { class: 'stat__value' }, value),
-    note ? h('dd', { class: 'stat__note' }, note) : null,
-  );
-}
-
 /** Webhooks stored but not processed yet: worth a word only once they have waited a while. */
 export const LAG_NOTICE_AFTER_S = 5;
 
@@ -97,13 +87,13 @@ export function renderStatsPlaceholder(container) {
     h(
       'dl',
       { class: 'stats' },
-      tile('stat-queued', 'Queued', bar(), { note: skeleton('70%') }),
-      tile('stat-delivered', 'Delivered (24 h)', bar()),
-      tile('stat-dead', 'Dead', bar()),
-      tile('stat-held', 'Held', bar()),
-      tile('stat-skipped', 'Skipped', bar(), { note: SKIPPED_NOTE }),
-      tile('stat-p50', 'Latency p50', bar()),
-      tile('stat-p95', 'Latency p95', bar()),
+      statTile('stat-queued', 'Queued', bar(), skeleton('70%')),
+      statTile('stat-delivered', 'Delivered (24 h)', bar()),
+      statTile('stat-dead', 'Dead', bar()),
+      statTile('stat-held', 'Held', bar()),
+      statTile('stat-skipped', 'Skipped', bar(), SKIPPED_NOTE),
+      statTile('stat-p50', 'Latency p50', bar()),
+      statTile('stat-p95', 'Latency p95', bar()),
     ),
     hourlyChart(null),
   );
@@ -127,13 +117,13 @@ export function renderStats(container, st) {
     h(
       'dl',
       { class: 'stats' },
-      tile('stat-queued', 'Queued', st.queued + (st.delivering ?? 0), { note: oldest }),
-      tile('stat-delivered', 'Delivered (24 h)', st.delivered_24h, { tone: 'success' }),
-      tile('stat-dead', 'Dead', st.dead, { tone: st.dead > 0 ? 'critical' : undefined }),
-      tile('stat-held', 'Held', st.held, { tone: st.held > 0 ? 'warning' : undefined }),
-      tile('stat-skipped', 'Skipped', st.skipped ?? 0, { note: SKIPPED_NOTE }),
-      tile('stat-p50', 'Latency p50', formatMs(st.p50_latency_ms)),
-      tile('stat-p95', 'Latency p95', formatMs(st.p95_latency_ms)),
+      statTile('stat-queued', 'Queued', st.queued + (st.delivering ?? 0), oldest),
+      statTile('stat-delivered', 'Delivered (24 h)', st.delivered_24h, null, 'success'),
+      statTile('stat-dead', 'Dead', st.dead, null, st.dead > 0 ? 'critical' : undefined),
+      statTile('stat-held', 'Held', st.held, null, st.held > 0 ? 'warning' : undefined),
+      statTile('stat-skipped', 'Skipped', st.skipped ?? 0, SKIPPED_NOTE),
+      statTile('stat-p50', 'Latency p50', formatMs(st.p50_latency_ms)),
+      statTile('stat-p95', 'Latency p95', formatMs(st.p95_latency_ms)),
     ),
     Array.isArray(st.hourly) ? hourlyChart(st.hourly) : null,
   );
