@@ -6,14 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import express, { Router, type Request, type Response } from 'express';
 import { EVENT_TABLE, PRODUCT_ALERT_EVENT_TABLE, STOREFRONT_EVENT_TABLE } from '../mapping';
-import {
-  CONTACT_PROPERTY_DEFAULTS,
-  CONTACT_PROPERTIES,
-  EVENT_DEFAULTS,
-  EVENT_NAMES,
-  PRICE_DROP_THRESHOLD_LIMITS,
-  STOREFRONT_SETTING_LIMITS,
-} from '../settings/settings';
+import { CONTACT_PROPERTY_DEFAULTS, CONTACT_PROPERTIES, EVENT_DEFAULTS, EVENT_NAMES, SETTING_LIMITS } from '../settings/settings';
 import { OPTIONAL_SCOPES } from '../integrations/shopify/scopes';
 import { DELIVERY_STATUSES } from '../admin/activity';
 import { DEV_TOKEN_TTL_SEC, SHOP_DOMAIN } from './dev-session';
@@ -74,13 +67,13 @@ export function buildCatalog() {
   return {
     events: EVENT_NAMES.map((name) => ({ name, topics: topicsOf(name), default_on: EVENT_DEFAULTS[name] })),
     contact_properties: CONTACT_PROPERTIES.map((name) => ({ name, default_on: CONTACT_PROPERTY_DEFAULTS[name] })),
-    abandonment_delay_minutes: { min: 5, max: 7 * 24 * 60 },
-    price_drop_threshold_percent: { ...PRICE_DROP_THRESHOLD_LIMITS },
+    abandonment_delay_minutes: { ...SETTING_LIMITS.abandonment_delay_minutes },
+    price_drop_threshold_percent: { ...SETTING_LIMITS.price_drop_threshold_percent },
     storefront_settings: {
-      browse_abandonment_delay_minutes: { ...STOREFRONT_SETTING_LIMITS.delayMinutes },
-      cart_abandonment_delay_minutes: { ...STOREFRONT_SETTING_LIMITS.delayMinutes },
-      storefront_events_per_email_day: { ...STOREFRONT_SETTING_LIMITS.eventsPerEmailDay },
-      storefront_abandonments_per_email_day: { ...STOREFRONT_SETTING_LIMITS.abandonmentsPerEmailDay },
+      browse_abandonment_delay_minutes: { ...SETTING_LIMITS.browse_abandonment_delay_minutes },
+      cart_abandonment_delay_minutes: { ...SETTING_LIMITS.cart_abandonment_delay_minutes },
+      storefront_events_per_email_day: { ...SETTING_LIMITS.storefront_events_per_email_day },
+      storefront_abandonments_per_email_day: { ...SETTING_LIMITS.storefront_abandonments_per_email_day },
     },
     delivery_statuses: DELIVERY_STATUSES,
   };

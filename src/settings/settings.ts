@@ -87,19 +87,23 @@ export const DEFAULT_SETTINGS: Settings = {
   import_event_names: { customer_imported: 'customer_imported', order_imported: 'order_imported' },
 };
 
-/** The range of price_drop_threshold_percent, in whole percent (the page's field reads it from the catalog). */
-export const PRICE_DROP_THRESHOLD_LIMITS = { min: 1, max: 90 } as const;
-
-/** The ranges of the storefront's settings (the page's fields read them from the catalog). */
-export const STOREFRONT_SETTING_LIMITS = {
-  delayMinutes: { min: 5, max: 7 * 24 * 60 },
-  eventsPerEmailDay: { min: 1, max: 10_000 },
-  abandonmentsPerEmailDay: { min: 1, max: 100 },
+/**
+ * The range of each numeric setting, in whole units: the API refuses a value outside it, the page's
+ * fields read it from the catalog, and the deprecated variables that set a default are held to it.
+ */
+export const SETTING_LIMITS = {
+  abandonment_delay_minutes: { min: 5, max: 7 * 24 * 60 },
+  price_drop_threshold_percent: { min: 1, max: 90 },
+  browse_abandonment_delay_minutes: { min: 5, max: 7 * 24 * 60 },
+  cart_abandonment_delay_minutes: { min: 5, max: 7 * 24 * 60 },
+  storefront_events_per_email_day: { min: 1, max: 10_000 },
+  storefront_abandonments_per_email_day: { min: 1, max: 100 },
 } as const;
 
-const eventName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'event names are lower snake_case, at most 64 characters');
+/** A whole number within `r`. */
+export const wholeIn = (r: { min: number; max: number }) => z.number().int().min(r.min).max(r.max);
 
-const ranged = (r: { min: number; max: number }) => z.number().int().min(r.min).max(r.max).optional();
+const eventName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'event names are lower snake_case, at most 64 characters');
 
 /** What PUT /api/settings accepts: a partial update; unknown keys are refused. */
 export const settingsPatchSchema = z
@@ -112,17 +116,9 @@ export const settingsPatchSchema = z
       .object(Object.fromEntries(CONTACT_PROPERTIES.map((n) => [n, z.boolean().optional()])))
       .strict()
       .optional(),
-    abandonment_delay_minutes: z
-      .number()
-      .int()
-      .min(5)
-      .max(7 * 24 * 60)
-      .optional(),
-    price_drop_threshold_percent: z.number().int().min(PRICE_DROP_THRESHOLD_LIMITS.min).max(PRICE_DROP_THRESHOLD_LIMITS.max).optional(),
-    browse_abandonment_delay_minutes: ranged(STOREFRONT_SETTING_LIMITS.delayMinutes),
-    cart_abandonment_delay_minutes: ranged(STOREFRONT_SETTING_LIMITS.delayMinutes),
-    storefront_events_per_email_day: ranged(STOREFRONT_SETTING_LIMITS.eventsPerEmailDay),
-    storefront_abandonments_per_email_day: ranged(STOREFRONT_SETTING_LIMITS.abandonmentsPerEmailDay),
+    ...(Object.fromEntries(Object.entries(SETTING_LIMITS).map(([name, r]) => [name, wholeIn(r).optional()])) as {
+      [K in keyof typeof SETTING_LIMITS]: z.ZodOptional<z.ZodNumber>;
+    }),
     import_event_names: z.object({ customer_imported: eventName.optional(), order_imported: eventName.optional() }).strict().optional(),
   })
   .strict();
