@@ -52,6 +52,14 @@ export class ConnectionStore {
     await tx.connection.deleteMany({ where: { shopId } });
   }
 
+  /**
+   * A customers/redact erased the address `error` names: the page stops showing it, in the
+   * caller's transaction, unless a newer error has replaced it meanwhile.
+   */
+  static async errorErased(tx: Prisma.TransactionClient, shopId: string, error: string): Promise<void> {
+    await tx.connection.updateMany({ where: { shopId, lastError: error }, data: { lastError: null } });
+  }
+
   /** The key under another encryption key, unless it changed since `from` was read; how many rows changed. */
   async reencrypt(shopId: string, from: string, to: string): Promise<number> {
     const res = await this.db.connection.updateMany({ where: { shopId, apiKeyEnc: from }, data: { apiKeyEnc: to } });

@@ -180,6 +180,15 @@ describe('architecture', () => {
     expect(offenders).toEqual([]);
   });
 
+  it('the Connection row has one writer: outbox/connection-store.ts', () => {
+    const write = /\bconnection\.(create|update|upsert|delete)\w*\(|(INSERT INTO|UPDATE|DELETE FROM) "Connection"/;
+    expect(write.test('await tx.connection.updateMany({ where })')).toBe(true);
+    expect(write.test('UPDATE "Connection" AS "c" SET')).toBe(true);
+    expect(write.test('await db.connection.findUnique({ where })')).toBe(false);
+    const writers = allTsFiles().filter((f) => write.test(fs.readFileSync(path.join(SRC, f), 'utf8')));
+    expect(writers).toEqual(['outbox/connection-store.ts']);
+  });
+
   it('the mappers are pure: they import only each other and the settings', () => {
     const offenders = allTsFiles()
       .filter((f) => f.startsWith('mapping/'))

@@ -11,6 +11,7 @@ import { id, obj } from '../../mapping/read';
 import type { Logger } from '../../observability/logger';
 import { eraseSubscriptions, exportSubscriptions } from '../../notify-me/subscriptions';
 import type { DueEntry } from '../../outbox/due';
+import { ConnectionStore } from '../../outbox/connection-store';
 import type { EmailKeys } from '../storefront/email-keys';
 import { eraseStorefrontData, exportStorefrontData, visitorsOf } from '../storefront/gdpr';
 import type { PrismaPlan } from '../plan';
@@ -232,7 +233,7 @@ export function createGdpr(deps: GdprDeps) {
             // a service error naming the address; cleared only if no newer error replaced it meanwhile
             const lastError = shop.connection?.lastError ?? null;
             if (lastError !== null && textNamesEmail(lastError, email)) {
-              await tx.connection.updateMany({ where: { shopId: shop.id, lastError }, data: { lastError: null } });
+              await ConnectionStore.errorErased(tx, shop.id, lastError);
             }
           }
           // the contact deletes at the service, one per address the customer had; each holds its
