@@ -101,16 +101,17 @@ export class Metrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
-  // the storefront's trust checks (src/processing/storefront/trust.ts, resolve.ts)
-  readonly pixelClaims = new Counter({
+  // the storefront's trust checks (src/processing/storefront/trust.ts, resolve.ts); the metric names
+  // keep their first word, claims, for the dashboards that chart them
+  readonly pendingIdentities = new Counter({
     name: 'connector_pixel_claims_total',
-    help: 'Emails claimed by storefront visitors, by outcome: pending (not vouched for by Shopify yet), vouched (identified the visitor), expired (deleted unvouched)',
+    help: 'Emails storefront visitors gave (pending identities), by outcome: pending (not vouched for by Shopify yet), vouched (identified the visitor), expired (deleted unvouched)',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
-  readonly pixelClaimsPending = new Gauge({
+  readonly pendingIdentitiesWaiting = new Gauge({
     name: 'connector_pixel_claims_pending',
-    help: 'Storefront claims to an email waiting for Shopify to vouch for it, now',
+    help: 'Pending identities: emails storefront visitors gave, waiting for Shopify to vouch for them, now',
     registers: [this.registry],
   });
   readonly pixelProductsDropped = new Counter({
@@ -212,8 +213,8 @@ export class Metrics {
   /** The pending-claims gauge comes from `read`, cached as onScrape's. */
   onScrapeClaims(read: () => Promise<number>): void {
     const pending = this.cached(read);
-    (this.pixelClaimsPending as unknown as { collect: () => Promise<void> }).collect = async () =>
-      this.pixelClaimsPending.set(await pending());
+    (this.pendingIdentitiesWaiting as unknown as { collect: () => Promise<void> }).collect = async () =>
+      this.pendingIdentitiesWaiting.set(await pending());
   }
 
   /** The gauge of storefront events waiting for product data comes from `read`, cached as onScrape's. */

@@ -111,7 +111,7 @@ export function createStorefrontSweeper(deps: StorefrontSweeperDeps): Storefront
         'storefront events dropped unsent: Shopify did not describe their products within their window (WAITING_EVENT_MS)',
       );
     }
-    if (expired.pendingIdentities) deps.metrics.pixelClaims.inc({ outcome: 'expired' }, expired.pendingIdentities);
+    if (expired.pendingIdentities) deps.metrics.pendingIdentities.inc({ outcome: 'expired' }, expired.pendingIdentities);
     if (expired.events || expired.visitors || expired.pendingIdentities)
       deps.logger.info(expired, 'storefront: expired anonymous events, identities and pending identities never vouched for deleted');
     return expired;

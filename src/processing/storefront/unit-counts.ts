@@ -29,7 +29,7 @@ export class UnitCounts {
   /** Into the metrics, once the plan is written. */
   record(metrics: Metrics): void {
     for (const [outcome, n] of this.events) metrics.pixelEvents.inc({ outcome }, n);
-    for (const [outcome, n] of Object.entries(this.identities)) if (n) metrics.pixelClaims.inc({ outcome }, n);
+    for (const [outcome, n] of Object.entries(this.identities)) if (n) metrics.pendingIdentities.inc({ outcome }, n);
     for (const [reason, n] of Object.entries(this.dropped)) if (n) metrics.pixelProductsDropped.inc({ reason }, n);
   }
 }
