@@ -12,7 +12,7 @@ import { DEFAULT_GUARD_MS } from './outbox/pacer';
 import { DEFAULT_MAX_SENDS } from './outbox/repository';
 import { PENDING_IDENTITY_MS } from './processing/storefront/pending-identities';
 import { WAITING_EVENT_MS } from './processing/storefront/queues';
-import { DEFAULT_SETTINGS, mergeSettings, SETTING_LIMITS, type Settings } from './settings/settings';
+import { DEFAULT_SETTINGS, mergeSettings, type Settings } from './settings/settings';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -72,8 +72,12 @@ export const DEPRECATED_VARIABLES = {
 
 export type DeprecatedVariable = keyof typeof DEPRECATED_VARIABLES;
 
-/** A deprecated variable that sets the default of a merchant's setting: held to the setting's range. */
-const settingDefault = (r: { min: number; max: number }) => z.coerce.number().int().min(r.min).max(r.max).optional();
+/**
+ * A deprecated variable that sets the default of a merchant's setting keeps the range it had as a
+ * variable, so a deployment that set it still starts (the pixel benchmark sets 10,000,000). The
+ * merchant's own choice on the admin page is held to the setting's range (SETTING_LIMITS).
+ */
+const legacyDefault = (max: number) => z.coerce.number().int().min(1).max(max).optional();
 
 const url = (name: string) =>
   z.string().refine((v) => {
@@ -159,8 +163,8 @@ const schema = z.object({
   TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
   // deprecated (DEPRECATED_VARIABLES): constants beside their code, or the merchant's settings
   PIXEL_ANONYMOUS_HOURS: z.coerce.number().positive().max(24).optional(),
-  PIXEL_BROWSE_DELAY_MINUTES: settingDefault(SETTING_LIMITS.browse_abandonment_delay_minutes),
-  PIXEL_CART_DELAY_MINUTES: settingDefault(SETTING_LIMITS.cart_abandonment_delay_minutes),
+  PIXEL_BROWSE_DELAY_MINUTES: legacyDefault(7 * 24 * 60),
+  PIXEL_CART_DELAY_MINUTES: legacyDefault(7 * 24 * 60),
   PIXEL_RATE_PER_SHOP: z.coerce.number().positive().max(1_000_000).optional(),
   PIXEL_RATE_PER_CLIENT: z.coerce.number().positive().max(10_000).optional(),
   PIXEL_RATE_PER_IP: z.coerce.number().positive().max(1_000_000).optional(),
@@ -170,8 +174,8 @@ const schema = z.object({
     .min(1)
     .max(24 * 60)
     .optional(),
-  PIXEL_EVENTS_PER_EMAIL_DAY: settingDefault(SETTING_LIMITS.storefront_events_per_email_day),
-  PIXEL_ABANDONMENTS_PER_EMAIL_DAY: settingDefault(SETTING_LIMITS.storefront_abandonments_per_email_day),
+  PIXEL_EVENTS_PER_EMAIL_DAY: legacyDefault(10_000_000),
+  PIXEL_ABANDONMENTS_PER_EMAIL_DAY: legacyDefault(10_000_000),
   PIXEL_LOOKUPS_PER_MINUTE: z.coerce.number().int().min(0).max(10_000).optional(),
   NOTIFY_ME_DAYS: z.coerce.number().int().min(1).max(365).optional(),
   NOTIFY_ME_PER_IP_MINUTE: z.coerce.number().positive().max(10_000).optional(),

@@ -1,19 +1,26 @@
 import type { Db } from '../db/client';
-import { DEFAULT_SETTINGS, mergeSettings, parseStoredSettings, type Settings, type SettingsPatch } from '../settings/settings';
+import { DEFAULT_SETTINGS, mergeChoices, mergeSettings, readStoredChoices, type Settings, type SettingsPatch } from '../settings/settings';
 
 /** `defaults`: a shop's settings until its merchant changes them (Config.settingsDefaults). */
+/**
+ * `defaults`: a shop's settings until its merchant changes them (Config.settingsDefaults). Only the
+ * merchant's choices are stored, so a default the operator changes later still reaches every
+ * setting the merchant left alone.
+ */
 export function createSettingsUseCases(db: Db, defaults: Settings = DEFAULT_SETTINGS) {
-  async function get(shopId: string): Promise<Settings> {
+  async function choices(shopId: string): Promise<SettingsPatch> {
     const row = await db.shopSettings.findUnique({ where: { shopId } });
-    return parseStoredSettings(row?.data, defaults);
+    return readStoredChoices(row?.data);
   }
   return {
-    get,
+    async get(shopId: string): Promise<Settings> {
+      return mergeSettings(defaults, await choices(shopId));
+    },
     async update(shopId: string, patch: SettingsPatch): Promise<Settings> {
-      const next = mergeSettings(await get(shopId), patch);
+      const next = mergeChoices(await choices(shopId), patch);
       const data = JSON.stringify(next);
       await db.shopSettings.upsert({ where: { shopId }, create: { shopId, data }, update: { data } });
-      return next;
+      return mergeSettings(defaults, next);
     },
   };
 }

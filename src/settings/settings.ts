@@ -145,15 +145,49 @@ export function mergeSettings(base: Settings, patch: SettingsPatch): Settings {
 }
 
 /**
- * Reads the stored blob tolerantly over `defaults` (DEFAULT_SETTINGS, or the process's: see
- * Config.settingsDefaults): what it leaves out, or anything unreadable, takes the default.
+ * The merchant's choices in a stored blob, read key by key: a key that no longer parses (renamed,
+ * or outside a range that has since narrowed) is left out, and every other choice is kept. A blob
+ * that is not JSON holds no choice.
+ */
+export function readStoredChoices(json: string | null | undefined): SettingsPatch {
+  let raw: unknown;
+  try {
+    raw = json ? JSON.parse(json) : undefined;
+  } catch {
+    return {};
+  }
+  if (!raw || typeof raw !== 'object') return {};
+  const choices: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(settingsPatchSchema.shape)) {
+    const value = (raw as Record<string, unknown>)[key];
+    if (value === undefined) continue;
+    const whole = field.safeParse(value);
+    if (whole.success) choices[key] = whole.data;
+    else if (value && typeof value === 'object') choices[key] = readGroup(field, value as Record<string, unknown>);
+  }
+  return choices as SettingsPatch;
+}
+
+/** The readable entries of a group (events, contact properties, import names), each on its own. */
+function readGroup(field: z.ZodType, value: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(value).filter(([k, v]) => field.safeParse({ [k]: v }).success));
+}
+
+/** The merchant's earlier choices with a new patch over them: what is stored, so defaults stay the process's. */
+export function mergeChoices(stored: SettingsPatch, patch: SettingsPatch): SettingsPatch {
+  const groups = ['events', 'contact_properties', 'import_event_names'] as const;
+  const merged: SettingsPatch = { ...stored, ...defined(patch) };
+  for (const g of groups) {
+    if (stored[g] || patch[g]) (merged as Record<string, unknown>)[g] = { ...defined(stored[g]), ...defined(patch[g]) };
+  }
+  return merged;
+}
+
+/**
+ * A shop's settings: its merchant's stored choices over `defaults` (DEFAULT_SETTINGS, or the
+ * process's: see Config.settingsDefaults). What the merchant has not chosen, or a stored choice
+ * that is unreadable, takes the default.
  */
 export function parseStoredSettings(json: string | null | undefined, defaults: Settings = DEFAULT_SETTINGS): Settings {
-  if (!json) return defaults;
-  try {
-    const parsed = settingsPatchSchema.safeParse(JSON.parse(json));
-    return parsed.success ? mergeSettings(defaults, parsed.data) : defaults;
-  } catch {
-    return defaults;
-  }
+  return mergeSettings(defaults, readStoredChoices(json));
 }

@@ -319,6 +319,12 @@ describeWithChromium('the embedded admin page, in a real browser against the san
         storefront_events_per_email_day: 50,
         browse_abandonment_delay_minutes: 60,
       });
+      // only what the merchant changed is stored: the browse delay it left alone stays the default
+      const stored = JSON.parse((await e.stack.app.db.shopSettings.findFirstOrThrow()).data);
+      expect(stored).toMatchObject({ cart_abandonment_delay_minutes: 30, storefront_events_per_email_day: 50 });
+      expect(stored).not.toHaveProperty('browse_abandonment_delay_minutes');
+      await save.click();
+      await waitForText(page().locator('#live'), /Nothing to save: no value changed/);
     },
     SLOW,
   );

@@ -374,6 +374,9 @@ describe(`storefront trust (${testProvider})`, () => {
       storefront_events_per_email_day: 2,
       cart_abandonment_delay_minutes: 15,
     });
+    // only the merchant's choices are stored: what it left alone follows the deployment's default
+    const stored = await s.app.db.shopSettings.findUniqueOrThrow({ where: { shopId: chosen.shopId } });
+    expect(Object.keys(JSON.parse(stored.data)).sort()).toEqual(['cart_abandonment_delay_minutes', 'storefront_events_per_email_day']);
 
     const email = 'settings.shopper@example.com';
     for (const sh of [chosen, other]) {

@@ -128,7 +128,13 @@ describe('loadConfig', () => {
       storefront_abandonments_per_email_day: 2,
     });
     expect(c.deprecated.map((d) => d.variable)).toEqual(['PIXEL_BROWSE_DELAY_MINUTES', 'PIXEL_ABANDONMENTS_PER_EMAIL_DAY']);
-    expect(() => loadConfig({ ...sandbox, PIXEL_CART_DELAY_MINUTES: '1' })).toThrow(/^PIXEL_CART_DELAY_MINUTES is invalid/);
+    expect(() => loadConfig({ ...sandbox, PIXEL_CART_DELAY_MINUTES: '0' })).toThrow(/^PIXEL_CART_DELAY_MINUTES is invalid/);
+  });
+
+  it('keeps the ranges the old storefront variables had, so a deployment that set them still starts', () => {
+    const c = loadConfig({ ...sandbox, PIXEL_CART_DELAY_MINUTES: '1', PIXEL_EVENTS_PER_EMAIL_DAY: '10000000' });
+    expect(c.settingsDefaults).toMatchObject({ cart_abandonment_delay_minutes: 1, storefront_events_per_email_day: 10_000_000 });
+    expect(() => loadConfig({ ...sandbox, PIXEL_EVENTS_PER_EMAIL_DAY: '10000001' })).toThrow(/^PIXEL_EVENTS_PER_EMAIL_DAY is invalid/);
   });
 
   it('reads the delivery, checkout and retention settings, with their defaults', () => {

@@ -1,6 +1,7 @@
 // A form of whole-number settings (the abandonment delays, the storefront's daily limits, the
-// price-drop threshold). Each field is checked against its range before anything is sent, and all
-// are saved together with one settings update; the field at fault gets the message and the focus.
+// price-drop threshold). Only the fields the merchant changed are sent, together in one settings
+// update, so a value left alone stays the shop's default; each changed field is checked against its
+// range before anything is sent, and the field at fault gets the message and the focus.
 import { announce, busy, h, setFieldError } from '../dom.js';
 
 /**
@@ -52,10 +53,14 @@ export function numberSettingsForm({ formId, title, fields, values, saveLabel, s
     row.input.focus();
   };
 
+  // the values last saved or loaded: a field that still shows its value is not the merchant's change
+  const current = { ...values };
+
   async function onSave(event) {
     event.preventDefault();
     const patch = {};
     for (const row of rows) {
+      if (row.input.value === String(current[row.f.name])) continue;
       const { min, max } = row.f.limits;
       const v = Number(row.input.value);
       if (row.input.value.trim() === '' || !Number.isInteger(v) || v < min || v > max) {
@@ -64,10 +69,14 @@ export function numberSettingsForm({ formId, title, fields, values, saveLabel, s
       }
       patch[row.f.name] = v;
     }
+    if (Object.keys(patch).length === 0) return announce('Nothing to save: no value changed.');
     await busy(save_, async () => {
       try {
         const saved = await save(patch);
-        for (const row of rows) row.input.value = String(saved[row.f.name]);
+        for (const row of rows) {
+          current[row.f.name] = saved[row.f.name];
+          row.input.value = String(saved[row.f.name]);
+        }
         announce(savedMessage(saved));
       } catch (err) {
         fail(rows[0], err.message);
@@ -87,8 +96,11 @@ export function numberSettingsForm({ formId, title, fields, values, saveLabel, s
     element,
     /** Settings saved elsewhere: shown in every field but the one being edited. */
     set(settings) {
-      for (const row of rows)
-        if (settings?.[row.f.name] !== undefined && document.activeElement !== row.input) row.input.value = String(settings[row.f.name]);
+      for (const row of rows) {
+        if (settings?.[row.f.name] === undefined) continue;
+        current[row.f.name] = settings[row.f.name];
+        if (document.activeElement !== row.input) row.input.value = String(settings[row.f.name]);
+      }
     },
   };
 }
