@@ -217,6 +217,8 @@ describe(`answers of the email service (${testProvider})`, () => {
     });
     try {
       await s.until(() => received(workspaceId, 'nfs-0'), 10_000, 'the held message delivered after the start');
+      // the service has it; the app records the answer just after, on its own time
+      await s.until(async () => (await messageOf('nfs-0')).status === 'delivered', 10_000, 'the delivery recorded');
       expect(await messageOf('nfs-0')).toMatchObject({ status: 'delivered', heldReason: null });
     } finally {
       await started.close();
