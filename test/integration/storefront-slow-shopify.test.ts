@@ -35,6 +35,22 @@ describe(`storefront events while Shopify is slow (${testProvider})`, () => {
     await s.webhook('customers/create', { ...s.fixture('customers-create'), id: ++customerId, email }, { domain });
     return email;
   };
+  /** Many logged-in shoppers at once, as Shopify sends their customers/create: stored together, then processed. */
+  const customers = async (domain: string, emails: string[]) => {
+    const sent = await Promise.all(
+      emails.map((email) =>
+        s.shop.sendWebhook(s.app.url, {
+          topic: 'customers/create',
+          shopDomain: domain,
+          payload: { ...s.fixture('customers-create'), id: ++customerId, email },
+        }),
+      ),
+    );
+    expect(sent.map((r) => r.status).filter((st) => st !== 200)).toEqual([]);
+    // one wait for the whole batch, long enough for a loaded machine: a guard against a hang, not a bound on speed
+    await s.settle(60_000);
+    return emails;
+  };
   const events = (workspaceId: string, eventName?: string) => s.emulator.events({ workspaceId, eventName });
   const waiting = (shopId: string) => s.app.db.pixelEvent.count({ where: { shopId, describeAt: { not: null } } });
   const cached = (shopId: string, ids: string[]) => s.app.db.productInfo.count({ where: { shopId, productId: { in: ids } } });
@@ -109,7 +125,10 @@ describe(`storefront events while Shopify is slow (${testProvider})`, () => {
   it('120 logged-in shoppers viewing 12 of 400 products each, with a 3-s Admin API: every view is sent once, each id asked once', async () => {
     const { domain, key, workspaceId, shopId } = await shop(1000);
     const catalog = Array.from({ length: 400 }, (_, i) => product(domain, 43_000 + i));
-    const shoppers = await Promise.all(Array.from({ length: 120 }, (_, i) => customer(domain, `shopper.${i}@example.com`)));
+    const shoppers = await customers(
+      domain,
+      Array.from({ length: 120 }, (_, i) => `shopper.${i}@example.com`),
+    );
     const end = s.shop.degrade(domain, { only: NODES, delayMs: 3000 });
     try {
       // a busy storefront: the batches arrive together, and stage 2 takes them in a unit or two
