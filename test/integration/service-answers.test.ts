@@ -186,6 +186,8 @@ describe(`answers of the email service (${testProvider})`, () => {
     const one = await messageOf(ids[0]!);
     expect((await s.api('POST', `/api/deliveries/${one.id}/retry`, undefined, domain)).status).toBe(202);
     await s.until(() => received(workspaceId, ids[0]!), 10_000, 'the retried message delivered');
+    // the service has it; the re-probe reads the app's record of it, written just after
+    await s.until(async () => (await messageOf(ids[0]!)).status === 'delivered', 10_000, 'the delivery recorded');
     expect(await s.app.reprobeHolds()).toMatchObject({ released: 1 });
     await s.until(() => received(workspaceId, ids[1]!), 10_000, 'the rest delivered');
     expect(s.emulator.events({ workspaceId })).toHaveLength(2);
