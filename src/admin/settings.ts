@@ -1,7 +1,6 @@
 import type { Db } from '../db/client';
 import { DEFAULT_SETTINGS, mergeChoices, mergeSettings, readStoredChoices, type Settings, type SettingsPatch } from '../settings/settings';
 
-/** `defaults`: a shop's settings until its merchant changes them (Config.settingsDefaults). */
 /**
  * `defaults`: a shop's settings until its merchant changes them (Config.settingsDefaults). Only the
  * merchant's choices are stored, so a default the operator changes later still reaches every

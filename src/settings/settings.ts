@@ -89,7 +89,7 @@ export const DEFAULT_SETTINGS: Settings = {
 
 /**
  * The range of each numeric setting, in whole units: the API refuses a value outside it, the page's
- * fields read it from the catalog, and the deprecated variables that set a default are held to it.
+ * fields read it from the catalog, and a stored choice outside it is read as no choice.
  */
 export const SETTING_LIMITS = {
   abandonment_delay_minutes: { min: 5, max: 7 * 24 * 60 },
@@ -129,19 +129,22 @@ function defined<T extends object>(o: T | undefined): Partial<T> {
   return Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-/** Applies a patch (or a stored JSON blob, which may be older and partial) over defaults. */
+/**
+ * A patch over `base`: a setting the patch leaves out (or undefined) keeps its value, and the
+ * groups (events, contact properties, import names) merge name by name. The one merge for full
+ * settings (mergeSettings) and for a merchant's stored choices (mergeChoices).
+ */
+function mergePatch<T extends SettingsPatch>(base: T, patch: SettingsPatch): T {
+  const merged = { ...base, ...defined(patch) } as Record<string, unknown>;
+  for (const g of ['events', 'contact_properties', 'import_event_names'] as const) {
+    if (base[g] || patch[g]) merged[g] = { ...defined(base[g]), ...defined(patch[g]) };
+  }
+  return merged as T;
+}
+
+/** Applies a patch (or a merchant's stored choices) over full settings. */
 export function mergeSettings(base: Settings, patch: SettingsPatch): Settings {
-  return {
-    events: { ...base.events, ...defined(patch.events as Partial<Settings['events']>) },
-    contact_properties: { ...base.contact_properties, ...defined(patch.contact_properties as Partial<Settings['contact_properties']>) },
-    abandonment_delay_minutes: patch.abandonment_delay_minutes ?? base.abandonment_delay_minutes,
-    price_drop_threshold_percent: patch.price_drop_threshold_percent ?? base.price_drop_threshold_percent,
-    browse_abandonment_delay_minutes: patch.browse_abandonment_delay_minutes ?? base.browse_abandonment_delay_minutes,
-    cart_abandonment_delay_minutes: patch.cart_abandonment_delay_minutes ?? base.cart_abandonment_delay_minutes,
-    storefront_events_per_email_day: patch.storefront_events_per_email_day ?? base.storefront_events_per_email_day,
-    storefront_abandonments_per_email_day: patch.storefront_abandonments_per_email_day ?? base.storefront_abandonments_per_email_day,
-    import_event_names: { ...base.import_event_names, ...defined(patch.import_event_names) },
-  };
+  return mergePatch<Settings & SettingsPatch>(base, patch);
 }
 
 /**
@@ -175,12 +178,7 @@ function readGroup(field: z.ZodType, value: Record<string, unknown>): Record<str
 
 /** The merchant's earlier choices with a new patch over them: what is stored, so defaults stay the process's. */
 export function mergeChoices(stored: SettingsPatch, patch: SettingsPatch): SettingsPatch {
-  const groups = ['events', 'contact_properties', 'import_event_names'] as const;
-  const merged: SettingsPatch = { ...stored, ...defined(patch) };
-  for (const g of groups) {
-    if (stored[g] || patch[g]) (merged as Record<string, unknown>)[g] = { ...defined(stored[g]), ...defined(patch[g]) };
-  }
-  return merged;
+  return mergePatch(stored, patch);
 }
 
 /**
