@@ -31,8 +31,9 @@ describe(`storefront events while Shopify is slow (${testProvider})`, () => {
     return { domain, key, workspaceId, shopId };
   }
   /** A logged-in shopper: a customer Shopify sent the app (customers/create vouches for the email). */
+  const customerPayload = (email: string) => ({ ...s.fixture('customers-create'), id: ++customerId, email });
   const customer = async (domain: string, email: string) => {
-    await s.webhook('customers/create', { ...s.fixture('customers-create'), id: ++customerId, email }, { domain });
+    await s.webhook('customers/create', customerPayload(email), { domain });
     return email;
   };
   /** Many logged-in shoppers at once, as Shopify sends their customers/create: stored together, then processed. */
@@ -42,7 +43,7 @@ describe(`storefront events while Shopify is slow (${testProvider})`, () => {
         s.shop.sendWebhook(s.app.url, {
           topic: 'customers/create',
           shopDomain: domain,
-          payload: { ...s.fixture('customers-create'), id: ++customerId, email },
+          payload: customerPayload(email),
         }),
       ),
     );
