@@ -290,6 +290,18 @@ export async function warmCatalog(client: pg.ClientBase, tables: string[]): Prom
   await client.query(tables.map((t) => `EXPLAIN SELECT * FROM "${t.replace(/"/g, '""')}"`).join('; '));
 }
 
+/**
+ * Every connection of the pool has a listener for 'error' from its first connect to its end.
+ * The server may end a connection at any moment (a restart sends each backend FATAL 57P01), also
+ * in the moments pg-pool has taken its own listener off to lend it and the borrower has added
+ * none (brianc/node-postgres#2762): an 'error' nobody hears is an uncaught exception, which
+ * stops the process. Hearing it loses nothing: pg marks the connection unusable, so whatever
+ * runs on it next fails and gives it back as broken, and the pool drops an idle one itself.
+ */
+function hearEveryConnection(pool: pg.Pool): void {
+  pool.on('connect', (client) => client.on('error', () => undefined));
+}
+
 export async function createDb(url: string, options: DbOptions = {}): Promise<Db> {
   const provider = providerOf(url);
   const PrismaClientOf = clientClassFor(provider);
@@ -310,6 +322,8 @@ export async function createDb(url: string, options: DbOptions = {}): Promise<Db
     lazy.on('error', (err) => options.onWarning?.(`a bookkeeping connection to PostgreSQL failed: ${err.message}`));
     // the same for the main pool before Prisma's adapter listens (raw statements may come first)
     pool.on('error', (err) => options.onWarning?.(`an idle connection to PostgreSQL failed: ${err.message}`));
+    hearEveryConnection(pool);
+    hearEveryConnection(lazy);
     const adapter = wrapConnect(new PrismaPg(pool, { disposeExternalPool: true }), (a) => {
       const start = a.startTransaction.bind(a);
       a.startTransaction = async (isolationLevel) => pgTransaction(await start(isolationLevel));
