@@ -66,6 +66,8 @@ describe(`the email service down through three rounds of retries (${testProvider
 
     const acc = await driveUntilDelivered(s, clock, ids, 60_000, (e) => e.workspaceId === ws.workspaceId);
     const drainMs = Date.now() - recovery;
+    // the service has the last events before the app records its answers: wait for the records
+    await s.until(async () => (await statusCounts(s, ws.shopId)).delivered === ids.length, 30_000, 'every delivery recorded');
     await sleep(500);
     const final = account(ids, arrivals(s.emulator.events({ workspaceId: ws.workspaceId })));
     const attempts = await s.app.db.deliveryAttempt.count();
