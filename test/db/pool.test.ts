@@ -75,8 +75,8 @@ onPostgres('PostgreSQL connections of a server', () => {
 
   it('an error on a lent connection that no borrower hears is not an uncaught exception', async () => {
     // pg-pool takes its listener off a connection it lends; a restart reaching it before the
-    // borrower adds one emitted an 'error' no one heard, and the process died (the PostgreSQL
-    // restart fault test failed in CI on it). Here the borrower never adds one.
+    // borrower adds one emits an 'error' that, unheard, is an uncaught exception and stops the
+    // process. Here the borrower never adds one.
     const { pool, lazy, db } = await open(false);
     const admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
