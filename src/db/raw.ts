@@ -168,9 +168,11 @@ export function prepare<R>(raw: RawDb, name: string, build: StatementBuilder, op
 }
 
 /**
- * Runs `fn` on a client of the pool, as pool.query does: an error the connection reports while
- * it is ours (a backend that died, a restart) is caught, where unhandled it would be an uncaught
- * exception; a client whose connection failed, or that `fn` discards, is not handed out again.
+ * Runs `fn` on a client of the pool, as pool.query does: a client whose connection reported an
+ * error while it was ours (a backend that died, a restart), whose statement failed for the
+ * connection's sake, or that `fn` discards, goes back as broken and is not handed out again.
+ * That such an error is never an uncaught exception is the pool's own guarantee (client.ts,
+ * hearEveryConnection), which also covers what pg reports while closing a discarded one.
  */
 export async function withPoolClient<T>(
   pool: pg.Pool,
@@ -186,8 +188,7 @@ export async function withPoolClient<T>(
     broken ??= isConnectionError(err) ? (err as Error) : undefined;
     throw err;
   } finally {
-    // a discarded client keeps the listener: pg may still report the dead socket while closing it
-    if (!broken) client.removeListener('error', onError);
+    client.removeListener('error', onError);
     client.release(broken);
   }
 }
