@@ -4,6 +4,7 @@
 // and the expiry sweep that remove them.
 import { forwardedQuery } from '../../sandbox/fake-shop/app-proxy';
 import { sampleCustomer } from '../../sandbox/samples';
+import { HoldableClock } from '../helpers/clock';
 import { testProvider } from '../helpers/db';
 import { API_SECRET, DEFAULT_SHOP, startStack, type Stack } from '../helpers/stack';
 
@@ -30,9 +31,15 @@ describe(`POST /proxy/back-in-stock (${testProvider})`, () => {
   let ip = 0;
   /** A client address of its own for each request unless one is given: the per-IP limit stays out of the way. */
   const nextIp = () => `203.0.113.${(ip = (ip % 250) + 1)}`;
+  // the app's clock, which the signature's timestamp is checked against; held where a request's
+  // distance from it must not change while it travels
+  const clock = new HoldableClock();
 
   beforeAll(async () => {
-    s = await startStack({ env: { NOTIFY_ME_PER_IP_MINUTE: String(PER_IP), NOTIFY_ME_PER_EMAIL_HOUR: String(PER_EMAIL) } });
+    s = await startStack({
+      server: { now: clock.now },
+      env: { NOTIFY_ME_PER_IP_MINUTE: String(PER_IP), NOTIFY_ME_PER_EMAIL_HOUR: String(PER_EMAIL) },
+    });
     ({ shopId } = await s.connectShop());
     ({ shopId: otherShopId } = await s.connectShop(OTHER_SHOP));
     for (const domain of [DEFAULT_SHOP, OTHER_SHOP])
@@ -61,7 +68,7 @@ describe(`POST /proxy/back-in-stock (${testProvider})`, () => {
         shop: o.shop ?? DEFAULT_SHOP,
         customerId: o.customerId ?? null,
         secret: o.secret ?? API_SECRET,
-        nowMs: o.nowMs ?? Date.now(),
+        nowMs: o.nowMs ?? clock.now().getTime(),
       }),
     );
     o.query?.(q);
@@ -118,15 +125,23 @@ describe(`POST /proxy/back-in-stock (${testProvider})`, () => {
   it('refuses a forged, tampered, unsigned, stale or future request with 401 and stores nothing', async () => {
     const before = await total();
     const body = { variant_id: SMALL, email: 'forger@example.com' };
-    const cases: Array<[string, Answer]> = [
-      ['another secret', await proxy(body, { secret: 'not-the-app-secret' })],
-      ['the shop changed after signing', await proxy(body, { query: (q) => q.set('shop', OTHER_SHOP) })],
-      ['a customer id added after signing', await proxy(body, { query: (q) => q.set('logged_in_customer_id', CUSTOMER.id) })],
-      ['no signature', await proxy(body, { query: (q) => q.delete('signature') })],
-      ['a signature that is not hex', await proxy(body, { query: (q) => q.set('signature', 'x'.repeat(64)) })],
-      ['91 s old', await proxy(body, { nowMs: Date.now() - 91_000 })],
-      ['91 s ahead', await proxy(body, { nowMs: Date.now() + 91_000 })],
-    ];
+    // held: a request signed 91 s from the app's now is still 91 s from it when checked, however
+    // long the requests before it took
+    clock.hold();
+    let cases: Array<[string, Answer]>;
+    try {
+      cases = [
+        ['another secret', await proxy(body, { secret: 'not-the-app-secret' })],
+        ['the shop changed after signing', await proxy(body, { query: (q) => q.set('shop', OTHER_SHOP) })],
+        ['a customer id added after signing', await proxy(body, { query: (q) => q.set('logged_in_customer_id', CUSTOMER.id) })],
+        ['no signature', await proxy(body, { query: (q) => q.delete('signature') })],
+        ['a signature that is not hex', await proxy(body, { query: (q) => q.set('signature', 'x'.repeat(64)) })],
+        ['91 s old', await proxy(body, { nowMs: clock.now().getTime() - 91_000 })],
+        ['91 s ahead', await proxy(body, { nowMs: clock.now().getTime() + 91_000 })],
+      ];
+    } finally {
+      clock.release();
+    }
     for (const [what, a] of cases) {
       expect([what, a.status, a.body?.error?.code]).toEqual([what, 401, 'unauthorized']);
       expect(JSON.stringify(a.body)).not.toContain(API_SECRET);
