@@ -125,8 +125,8 @@ describe(`POST /proxy/back-in-stock (${testProvider})`, () => {
   it('refuses a forged, tampered, unsigned, stale or future request with 401 and stores nothing', async () => {
     const before = await total();
     const body = { variant_id: SMALL, email: 'forger@example.com' };
-    // held: a request signed 91 s from the app's now is still 91 s from it when checked, however
-    // long the requests before it took
+    // held: a request signed 91 s from the app's now (its timestamp in whole seconds) is still more
+    // than 90 s from it when checked, whatever time it spends on the way
     clock.hold();
     let cases: Array<[string, Answer]>;
     try {
