@@ -166,9 +166,11 @@ describe(`background loops back off after a failure (${testProvider})`, () => {
     sweeper.start();
     // it keeps ticking after failures: three runs come (a busy machine only makes them later;
     // the 20-s guard is for a sweeper that stopped)
-    const deadline = Date.now() + 20_000;
-    while (calls.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    sweeper.stop();
+    try {
+      await s.until(() => calls.length >= 3, 20_000, 'three sweeps after failures');
+    } finally {
+      sweeper.stop();
+    }
     expect(calls.length).toBeGreaterThanOrEqual(3);
     // and each waited for its tick rather than retrying at once: an interval never fires early
     // (5 ms for the rounding of timers)
